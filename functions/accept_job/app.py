@@ -1,0 +1,29 @@
+"""POST /jobs/{job_id}/accept: a worker claims a job; exactly one of many wins."""
+
+from typing import Annotated, Any
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from dispatch.auth import Role
+from dispatch.http import DispatchResolver, entrypoint
+from dispatch.jobs import commands
+from dispatch.jobs.models import AcceptJob, Job
+from dispatch.observability import count
+from dispatch.openapi import answers
+
+app = DispatchResolver()
+
+
+@app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, responses=answers(200, Job))
+def accept_job(job_id: UUID, claim: Annotated[AcceptJob | None, Body()] = None) -> Response[Any]:
+    worker = app.caller
+    version = claim.version if claim else None
+    answer = app.idempotent(lambda conn: commands.accept_job(conn, job_id, worker.id, version))
+    if not answer.headers.get("Idempotent-Replayed"):
+        count("AcceptsWon" if answer.status_code == 200 else "AcceptsLost")
+    return answer
+
+
+lambda_handler = entrypoint(app)

@@ -1,0 +1,22 @@
+"""POST /jobs: a business posts a job."""
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+from dispatch.auth import Role
+from dispatch.http import DispatchResolver, entrypoint
+from dispatch.jobs import commands
+from dispatch.jobs.models import CreateJob, Job
+from dispatch.openapi import answers
+
+app = DispatchResolver()
+
+
+@app.endpoint("POST", "/jobs", roles={Role.BUSINESS}, responses=answers(201, Job))
+def create_job(job: CreateJob) -> Response[Any]:
+    business = app.caller
+    return app.idempotent(lambda conn: commands.create_job(conn, business.id, job), status=201)
+
+
+lambda_handler = entrypoint(app)

@@ -1,0 +1,17 @@
+"""GET /health: 200 when the database answers, 503 otherwise. No token needed."""
+
+from dispatch import db
+from dispatch.http import DispatchResolver, entrypoint
+from dispatch.openapi import Health, answers
+
+app = DispatchResolver()
+
+
+@app.endpoint("GET", "/health", roles=None, responses=answers(200, Health))
+def health() -> Health:
+    # A dead database raises OperationalError, which the resolver answers with 503 UNAVAILABLE.
+    db.run(lambda conn: conn.execute("SELECT 1").fetchone())
+    return Health(status="ok")
+
+
+lambda_handler = entrypoint(app)

@@ -1,0 +1,102 @@
+"""`dispatch`: the local stack (dev), migrations, and local bearer tokens."""
+
+import argparse
+import os
+import sys
+import threading
+import time
+
+from dispatch_local import REPO_ROOT, home
+
+
+def _database_url() -> str:
+    if url := os.environ.get("DATABASE_URL"):
+        return url
+    from dispatch_local import embedded
+
+    url = embedded.postgres(home() / "pg")
+    os.environ["DATABASE_URL"] = url
+    return url
+
+
+def migrate(_: argparse.Namespace | None = None) -> None:
+    from dispatch import db, migrations
+
+    url = _database_url()
+    with db.connect(url) as conn:
+        applied = migrations.apply(conn, migrations.load(REPO_ROOT / "migrations"))
+    print(f"migrations applied: {', '.join(applied) or 'none pending'}")
+
+
+def token(args: argparse.Namespace) -> None:
+    from dispatch_local import tokens
+
+    print(tokens.issue(args.sub, args.role, ttl_seconds=args.ttl))
+
+
+def openapi(_: argparse.Namespace) -> None:
+    import json
+
+    from dispatch_local.gateway import openapi_document
+    from dispatch_local.template import routes
+
+    print(json.dumps(openapi_document(routes()), indent=2))
+
+
+def dev(args: argparse.Namespace) -> None:
+    from dispatch_local import embedded, gateway
+
+    _database_url()
+    if not os.environ.get("REDIS_URL"):
+        os.environ["REDIS_URL"] = embedded.redis(home())
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
+    migrate()
+    stack = gateway.Gateway(environments=args.environments)
+    server = gateway.serve(stack, args.host, args.port)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    print(
+        f"Dispatch API on http://{args.host}:{args.port}  (OpenAPI: /openapi.json, docs: /docs)\n"
+        f"  token: .venv/bin/dispatch token --sub worker-1 --role worker\n"
+        f"  Ctrl-C stops everything.",
+        flush=True,
+    )
+    try:
+        while thread.is_alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nstopping", flush=True)
+    finally:
+        server.shutdown()
+        stack.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="dispatch")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("dev", help="serve the API locally with embedded Postgres and Redis")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
+    p.add_argument("--environments", type=int, default=8, help="concurrent Lambda environments")
+    p.set_defaults(run=dev)
+
+    p = sub.add_parser("migrate", help="apply pending migrations to DATABASE_URL")
+    p.set_defaults(run=migrate)
+
+    p = sub.add_parser("token", help="print a bearer token the local stack accepts")
+    p.add_argument("--sub", required=True)
+    p.add_argument("--role", required=True, choices=["business", "worker", "ops"])
+    p.add_argument("--ttl", type=int, default=12 * 3600, help="seconds until it expires")
+    p.set_defaults(run=token)
+
+    p = sub.add_parser("openapi", help="print the merged OpenAPI document")
+    p.set_defaults(run=openapi)
+
+    args = parser.parse_args(argv)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

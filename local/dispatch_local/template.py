@@ -1,0 +1,120 @@
+"""Routes from template.yaml: each HttpApi event's method and path to its function's code.
+
+The template is the one list of routes; the local stack and the tests read it from here.
+"""
+
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from dispatch_local import REPO_ROOT
+
+TEMPLATE = REPO_ROOT / "template.yaml"
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """Reads CloudFormation short-form tags (!Ref, !Sub, ...) as plain values."""
+
+
+def _any_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return {suffix: loader.construct_scalar(node)}
+    if isinstance(node, yaml.SequenceNode):
+        return {suffix: loader.construct_sequence(node, deep=True)}
+    return {suffix: loader.construct_mapping(node, deep=True)}  # type: ignore[arg-type]
+
+
+_CfnLoader.add_multi_constructor("!", _any_tag)
+
+
+def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+    with path.open() as file:
+        template: dict[str, Any] = yaml.load(file, Loader=_CfnLoader)
+    return template
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # API Gateway form: /jobs/{job_id}
+    function: str  # logical id
+    code_uri: Path
+    handler: str  # module.function
+    authorized: bool  # False when the event says Auth: Authorizer: NONE
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.method} {self.path}"
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(
+            "^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + "$"
+        )
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if method.upper() != self.method:
+            return None
+        found = self.pattern.match(path)
+        return found.groupdict() if found else None
+
+
+def routes(template: dict[str, Any] | None = None) -> list[Route]:
+    template = template or load_template()
+    found: list[Route] = []
+    for logical_id, resource in template.get("Resources", {}).items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        props = resource.get("Properties", {})
+        for event in (props.get("Events") or {}).values():
+            if event.get("Type") != "HttpApi":
+                continue
+            event_props = event.get("Properties", {})
+            auth = (event_props.get("Auth") or {}).get("Authorizer")
+            found.append(
+                Route(
+                    method=str(event_props["Method"]).upper(),
+                    path=str(event_props["Path"]),
+                    function=logical_id,
+                    code_uri=(REPO_ROOT / str(props["CodeUri"])).resolve(),
+                    handler=str(props.get("Handler", "app.lambda_handler")),
+                    authorized=auth != "NONE",
+                )
+            )
+    # Literal segments before parameters, as API Gateway prefers the most specific route.
+    return sorted(found, key=lambda r: (r.path.count("{"), r.path))
+
+
+def find(all_routes: list[Route], method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+    for route in all_routes:
+        params = route.match(method, path)
+        if params is not None:
+            return route, params
+    return None
+
+
+@cache
+def load_module(code_uri: Path, module_name: str) -> ModuleType:
+    """Import a function's handler module the way Lambda would, isolated by its folder."""
+    unique = "fn_" + re.sub(r"\W", "_", f"{code_uri.name}_{module_name}")
+    spec = importlib.util.spec_from_file_location(unique, code_uri / f"{module_name}.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module {module_name} in {code_uri}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def handler_of(route: Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    module_name, function_name = route.handler.rsplit(".", 1)
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(
+        load_module(route.code_uri, module_name), function_name
+    )
+    return handler

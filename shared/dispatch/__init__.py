@@ -1,0 +1,1 @@
+"""Dispatch: the shared Lambda layer (domain, data access, HTTP glue)."""

@@ -1,0 +1,28 @@
+"""Configuration from the environment, parsed once per execution environment (cold start)."""
+
+from functools import cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    database_url: str = Field(
+        "postgresql://postgres@127.0.0.1:5432/dispatch", validation_alias="DATABASE_URL"
+    )
+    redis_url: str | None = Field(None, validation_alias="REDIS_URL")
+    # Check-in deadline given to the winner of an accept.
+    lease_seconds: int = Field(600, gt=0, validation_alias="DISPATCH_LEASE_SECONDS")
+    # Every statement and lock wait is bounded: a stuck query must not hold a Lambda hostage.
+    statement_timeout_ms: int = Field(5000, gt=0, validation_alias="DISPATCH_STATEMENT_TIMEOUT_MS")
+    # Also the "short wait" of a duplicate request behind its still-running twin.
+    lock_timeout_ms: int = Field(2000, gt=0, validation_alias="DISPATCH_LOCK_TIMEOUT_MS")
+    max_body_bytes: int = Field(16_384, gt=0, validation_alias="DISPATCH_MAX_BODY_BYTES")
+    idempotency_ttl_hours: int = Field(24, gt=0, validation_alias="DISPATCH_IDEMPOTENCY_TTL_HOURS")
+
+
+@cache
+def settings() -> Settings:
+    return Settings()

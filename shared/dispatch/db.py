@@ -1,0 +1,67 @@
+"""One Postgres connection per execution environment, created lazily, rebuilt when dropped.
+
+Lambda runs one request at a time per execution environment, so one connection each is
+enough. The local stack runs several "environments" as threads, hence thread-local storage.
+Autocommit with explicit `transaction()` blocks keeps every transaction short and visible.
+"""
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.rows import DictRow, dict_row
+
+from dispatch.config import settings
+
+Connection = psycopg.Connection[DictRow]
+T = TypeVar("T")
+
+_local = threading.local()
+
+
+def connect(url: str | None = None, **overrides: Any) -> Connection:
+    s = settings()
+    return psycopg.connect(
+        url or s.database_url,
+        autocommit=True,
+        # RDS Proxy pins sessions that use server-side prepared statements.
+        prepare_threshold=None,
+        row_factory=dict_row,
+        connect_timeout=5,
+        application_name="dispatch",
+        options=(
+            f"-c statement_timeout={s.statement_timeout_ms} -c lock_timeout={s.lock_timeout_ms}"
+        ),
+        **overrides,
+    )
+
+
+def connection() -> Connection:
+    conn: Connection | None = getattr(_local, "conn", None)
+    if conn is None or conn.closed or conn.broken:
+        conn = connect()
+        _local.conn = conn
+    return conn
+
+
+def run(work: Callable[[Connection], T]) -> T:
+    """Run a unit of work; when the connection turns out to be dead, rebuild it and retry once.
+
+    Safe to retry: reads are pure, and every write runs under an idempotency key, so a write
+    that did commit before the connection dropped is replayed, not repeated.
+    """
+    conn = connection()
+    try:
+        return work(conn)
+    except psycopg.OperationalError:
+        if not (conn.closed or conn.broken):
+            raise
+    return work(connection())
+
+
+def close() -> None:
+    conn: Connection | None = getattr(_local, "conn", None)
+    if conn is not None:
+        conn.close()
+        _local.conn = None

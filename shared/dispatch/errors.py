@@ -1,0 +1,96 @@
+"""The error catalogue of the contract: one place, each code with its status and its sentence."""
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Code(StrEnum):
+    VALIDATION_FAILED = "VALIDATION_FAILED"
+    IDEMPOTENCY_KEY_REQUIRED = "IDEMPOTENCY_KEY_REQUIRED"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    FORBIDDEN = "FORBIDDEN"
+    NOT_FOUND = "NOT_FOUND"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    JOB_TAKEN = "JOB_TAKEN"
+    JOB_UNAVAILABLE = "JOB_UNAVAILABLE"
+    VERSION_CONFLICT = "VERSION_CONFLICT"
+    ILLEGAL_TRANSITION = "ILLEGAL_TRANSITION"
+    WORKER_BUSY = "WORKER_BUSY"
+    PHOTO_SLOT_CLOSED = "PHOTO_SLOT_CLOSED"
+    SKILLS_MISSING = "SKILLS_MISSING"
+    BEFORE_PHOTO_REQUIRED = "BEFORE_PHOTO_REQUIRED"
+    AFTER_PHOTO_REQUIRED = "AFTER_PHOTO_REQUIRED"
+    REQUEST_IN_PROGRESS = "REQUEST_IN_PROGRESS"
+    IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
+    UNAVAILABLE = "UNAVAILABLE"
+    INTERNAL = "INTERNAL"
+
+
+@dataclass(frozen=True)
+class Spec:
+    status: int
+    message: str
+
+
+CATALOGUE: dict[Code, Spec] = {
+    Code.VALIDATION_FAILED: Spec(400, "The request is not valid. Check the details and try again."),
+    Code.IDEMPOTENCY_KEY_REQUIRED: Spec(
+        400, "Add an Idempotency-Key header (a UUID is best) so the request can be retried safely."
+    ),
+    Code.UNAUTHORIZED: Spec(401, "Sign in again: the access token is missing or not valid."),
+    Code.FORBIDDEN: Spec(403, "Your account's role is not allowed to do this."),
+    Code.NOT_FOUND: Spec(404, "We could not find that. It may not exist or may not be yours."),
+    Code.PAYLOAD_TOO_LARGE: Spec(413, "The request body is too large. Send a smaller request."),
+    Code.JOB_TAKEN: Spec(409, "This job was taken by another worker. More jobs coming!"),
+    Code.JOB_UNAVAILABLE: Spec(
+        409, "This job is no longer available: it was cancelled or already completed."
+    ),
+    Code.VERSION_CONFLICT: Spec(
+        409, "This job changed since you last looked. Refresh it and try again."
+    ),
+    Code.ILLEGAL_TRANSITION: Spec(409, "That step is not possible from the job's current state."),
+    Code.WORKER_BUSY: Spec(
+        409, "You already hold a job. Finish or release it before taking another."
+    ),
+    Code.PHOTO_SLOT_CLOSED: Spec(409, "This photo can no longer be changed at this stage."),
+    Code.SKILLS_MISSING: Spec(403, "This job needs skills your profile does not list yet."),
+    Code.BEFORE_PHOTO_REQUIRED: Spec(409, "Add a 'before' photo before you start the job."),
+    Code.AFTER_PHOTO_REQUIRED: Spec(409, "Add an 'after' photo before you complete the job."),
+    Code.REQUEST_IN_PROGRESS: Spec(
+        409, "The same request is still being processed. Retry in a moment with the same key."
+    ),
+    Code.IDEMPOTENCY_KEY_REUSED: Spec(
+        422, "This Idempotency-Key was already used for a different request. Use a new key."
+    ),
+    Code.UNAVAILABLE: Spec(503, "The service is briefly unavailable. Please retry in a moment."),
+    Code.INTERNAL: Spec(500, "Something went wrong on our side. Please retry in a moment."),
+}
+
+
+@dataclass
+class DispatchError(Exception):
+    """A failure the caller can act on; its code decides status and sentence."""
+
+    code: Code
+    details: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.code.value)
+
+    @property
+    def status(self) -> int:
+        return CATALOGUE[self.code].status
+
+
+def error_body(
+    code: Code, request_id: str, details: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    error: dict[str, Any] = {
+        "code": code.value,
+        "message": CATALOGUE[code].message,
+        "request_id": request_id,
+    }
+    if details:
+        error["details"] = details
+    return {"error": error}

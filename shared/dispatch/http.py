@@ -1,0 +1,191 @@
+"""HTTP glue shared by every API function: access rules, the error body, idempotent commands.
+
+A handler module creates one `DispatchResolver`, declares its routes with `endpoint(...)`
+(method, path and the roles allowed), and exports `lambda_handler = entrypoint(app)`.
+Before any route code or body validation runs, the gate answers, in this order:
+401 (no identity), 403 (wrong role), 413 (body too large), 400 (state change without an
+Idempotency-Key). Every error, whoever raises it, leaves in the contract's error body.
+"""
+
+import base64
+import json
+import re
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import psycopg
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+from dispatch import db, idempotency
+from dispatch.auth import Caller, Role, caller_from_event
+from dispatch.config import settings
+from dispatch.errors import Code, DispatchError, error_body
+from dispatch.observability import logger, metrics
+
+JSON = "application/json"
+IDEMPOTENCY_KEY = re.compile(r"^[!-~]{1,255}$")
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def error_response(
+    code: Code, request_id: str, details: list[dict[str, Any]] | None = None
+) -> Response[Any]:
+    return Response(
+        status_code=DispatchError(code).status,
+        content_type=JSON,
+        body=json.dumps(error_body(code, request_id, details)),
+    )
+
+
+def route_key(method: str, rule: str) -> str:
+    """Powertools writes /jobs/<job_id>; API Gateway's routeKey says POST /jobs/{job_id}."""
+    return method.upper() + " " + re.sub(r"<(\w+)>", r"{\1}", rule)
+
+
+class DispatchResolver(APIGatewayHttpResolver):
+    def __init__(self) -> None:
+        super().__init__(enable_validation=True)
+        self._access: dict[str, frozenset[Role] | None] = {}
+        self.exception_handler(DispatchError)(self._on_dispatch_error)
+        self.exception_handler(RequestValidationError)(self._on_invalid_request)
+        self.exception_handler(psycopg.OperationalError)(self._on_database_unavailable)
+        self.exception_handler(Exception)(self._on_unexpected)
+        self.not_found()(self._on_no_route)
+
+    # -- declaring routes ---------------------------------------------------------------
+    def endpoint(
+        self, method: str, rule: str, *, roles: Collection[Role] | None, **kwargs: Any
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A route and who may call it (`roles=None`: anyone, no token needed)."""
+        self._access[route_key(method, rule)] = None if roles is None else frozenset(roles)
+        return self.route(rule, method, **kwargs)
+
+    @property
+    def caller(self) -> Caller:
+        caller: Caller = self.context["caller"]
+        return caller
+
+    @property
+    def request_id(self) -> str:
+        return request_id_of(self.current_event.raw_event, self.lambda_context)
+
+    # -- the gate -----------------------------------------------------------------------
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        access_key = event.get("routeKey", "")
+        if access_key in self._access:
+            refused = self._gate(event, self._access[access_key])
+            if refused is not None:
+                code, details = refused
+                return _lambda_error(code, request_id_of(event, context), details)
+            self.context["caller"] = caller_from_event(event)
+        return super().resolve(event, context)
+
+    def _gate(
+        self, event: Mapping[str, Any], roles: frozenset[Role] | None
+    ) -> tuple[Code, list[dict[str, Any]] | None] | None:
+        if roles is None:
+            return None
+        caller = caller_from_event(event)
+        if caller is None:
+            return Code.UNAUTHORIZED, None
+        if not caller.roles & roles:
+            return Code.FORBIDDEN, None
+        if len(raw_body(event)) > settings().max_body_bytes:
+            return Code.PAYLOAD_TOO_LARGE, None
+        method = ((event.get("requestContext") or {}).get("http") or {}).get("method", "")
+        if method.upper() in STATE_CHANGING:
+            key = (event.get("headers") or {}).get("idempotency-key")
+            if key is None:
+                return Code.IDEMPOTENCY_KEY_REQUIRED, None
+            if not IDEMPOTENCY_KEY.match(key):
+                problem = "must be 1 to 255 visible ASCII characters"
+                return Code.VALIDATION_FAILED, [{"field": "Idempotency-Key", "problem": problem}]
+        return None
+
+    # -- running a state change -----------------------------------------------------------
+    def idempotent(
+        self, command: Callable[[db.Connection], BaseModel], status: int = 200
+    ) -> Response[Any]:
+        """Run `command` under the caller's Idempotency-Key; answer with it or its replay."""
+        event = self.current_event
+        raw = raw_body(event.raw_event)
+        request = idempotency.KeyedRequest(
+            principal=self.caller.id,
+            key=event.headers["idempotency-key"],
+            fingerprint=idempotency.fingerprint(
+                event.request_context.http.method,
+                event.raw_event.get("routeKey", event.path),
+                dict(event.path_parameters or {}),
+                json.loads(raw) if raw.strip() else None,
+            ),
+            request_id=self.request_id,
+        )
+        answer = db.run(lambda conn: idempotency.execute(conn, request, command, status))
+        headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+        return Response(answer.status, JSON, answer.body, headers=headers)
+
+    # -- errors -------------------------------------------------------------------------
+    def _on_dispatch_error(self, error: DispatchError) -> Response[Any]:
+        return error_response(error.code, self.request_id, error.details or None)
+
+    def _on_invalid_request(self, error: RequestValidationError) -> Response[Any]:
+        details = [
+            {
+                "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body")
+                or "body",
+                "problem": item.get("msg", "is not valid"),
+            }
+            for item in error.errors()
+        ]
+        return error_response(Code.VALIDATION_FAILED, self.request_id, details)
+
+    def _on_database_unavailable(self, error: psycopg.OperationalError) -> Response[Any]:
+        logger.warning("database unavailable", exc_info=error)
+        return error_response(Code.UNAVAILABLE, self.request_id)
+
+    def _on_unexpected(self, error: Exception) -> Response[Any]:
+        logger.exception("unexpected error", exc_info=error)
+        return error_response(Code.INTERNAL, self.request_id)
+
+    def _on_no_route(self, _: Exception) -> Response[Any]:
+        return error_response(Code.NOT_FOUND, self.request_id)
+
+
+def raw_body(event: Mapping[str, Any]) -> str:
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return base64.b64decode(body).decode("utf-8", errors="replace")
+    return str(body)
+
+
+def request_id_of(event: Mapping[str, Any], context: Any) -> str:
+    request_id = (event.get("requestContext") or {}).get("requestId")
+    return str(request_id or getattr(context, "aws_request_id", "") or "unknown")
+
+
+def _lambda_error(
+    code: Code, request_id: str, details: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    return {
+        "statusCode": DispatchError(code).status,
+        "headers": {"Content-Type": JSON},
+        "body": json.dumps(error_body(code, request_id, details)),
+        "isBase64Encoded": False,
+    }
+
+
+def entrypoint(app: DispatchResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+    """The Lambda handler of an API function: logs correlated by request id, metrics flushed."""
+
+    @logger.inject_lambda_context(
+        correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
+    )
+    @metrics.log_metrics
+    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        return app.resolve(event, context)
+
+    return lambda_handler

@@ -1,0 +1,173 @@
+"""Idempotency keys in the same transaction as the change they protect.
+
+The key is claimed first (INSERT ... ON CONFLICT DO NOTHING), pipelined with the command's own
+statement, so the happy path costs two round trips: [BEGIN, claim, change], [store, COMMIT].
+
+- A concurrent duplicate blocks on the claim's unique index until the first commits, then
+  replays its stored answer; past `lock_timeout` it gets REQUEST_IN_PROGRESS.
+- A finished duplicate finds the claim taken: the transaction rolls back (whatever the command
+  did with it is undone) and the stored answer is replayed, or 422 if the request differs.
+- A business error (4xx) changed nothing: it is stored on its own, then replayed like a success.
+- Anything else (5xx) rolls back and stores nothing, so a retry runs again.
+"""
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import errors, pq
+from pydantic import BaseModel
+
+from dispatch.db import Connection
+from dispatch.errors import Code, DispatchError, error_body
+
+CLAIM_KEY = """
+INSERT INTO idempotency_keys (principal, key, fingerprint)
+VALUES (%(principal)s, %(key)s, %(fingerprint)s)
+ON CONFLICT DO NOTHING
+RETURNING true AS claimed
+"""
+
+STORE_ANSWER = """
+UPDATE idempotency_keys SET status_code = %(status)s, body = %(body)s
+WHERE principal = %(principal)s AND key = %(key)s
+"""
+
+# For business errors, after the command's transaction rolled back.
+CLAIM_KEY_WITH_ANSWER = """
+INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+VALUES (%(principal)s, %(key)s, %(fingerprint)s, %(status)s, %(body)s)
+ON CONFLICT DO NOTHING
+RETURNING true AS claimed
+"""
+
+STORED_ANSWER = """
+SELECT fingerprint, status_code, body FROM idempotency_keys
+WHERE principal = %(principal)s AND key = %(key)s
+"""
+
+EXPIRE_KEYS = """
+DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => %(hours)s)
+"""
+
+
+@dataclass(frozen=True)
+class KeyedRequest:
+    principal: str
+    key: str
+    fingerprint: str
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: str
+    replayed: bool = False
+
+
+def fingerprint(method: str, route: str, path_parameters: dict[str, str], body: Any) -> str:
+    """Same request = same method, route, path parameters and JSON body (canonical form)."""
+    canonical = json.dumps(
+        [method.upper(), route, sorted(path_parameters.items()), body],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def execute(
+    conn: Connection,
+    request: KeyedRequest,
+    command: Callable[[Connection], BaseModel],
+    success_status: int,
+) -> Answer:
+    try:
+        answer = _claim_and_run(conn, request, command, success_status)
+    except DispatchError as error:
+        if error.status >= 500:
+            raise
+        return _store_business_error(conn, request, error)
+    except errors.LockNotAvailable as error:
+        if "idempotency_keys" in (error.diag.context or ""):
+            raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
+        raise
+    return answer if answer is not None else _replay(conn, request)
+
+
+def _claim_and_run(
+    conn: Connection,
+    request: KeyedRequest,
+    command: Callable[[Connection], BaseModel],
+    success_status: int,
+) -> Answer | None:
+    """The command's transaction; None when the key already belonged to another request.
+
+    BEGIN and COMMIT are sent by hand inside one pipeline, so the happy path is exactly two
+    round trips: [BEGIN, claim, change] + flush, then [store, COMMIT] + sync.
+    """
+    params = {
+        "principal": request.principal,
+        "key": request.key,
+        "fingerprint": request.fingerprint,
+    }
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            claim = conn.execute(CLAIM_KEY, params)
+            result = command(conn)  # its first fetch brings back the claim's result too
+            if claim.fetchone() is None:
+                conn.execute("ROLLBACK")  # undo whatever the command did on a claimed key
+                return None
+            body = result.model_dump_json()
+            conn.execute(STORE_ANSWER, {**params, "status": success_status, "body": body})
+            conn.execute("COMMIT")
+    except BaseException:
+        _roll_back(conn)
+        raise
+    return Answer(success_status, body)
+
+
+def _roll_back(conn: Connection) -> None:
+    if (
+        not (conn.closed or conn.broken)
+        and conn.info.transaction_status != pq.TransactionStatus.IDLE
+    ):
+        conn.execute("ROLLBACK")
+
+
+def _store_business_error(conn: Connection, request: KeyedRequest, error: DispatchError) -> Answer:
+    body = json.dumps(error_body(error.code, request.request_id, error.details))
+    row = conn.execute(
+        CLAIM_KEY_WITH_ANSWER,
+        {
+            "principal": request.principal,
+            "key": request.key,
+            "fingerprint": request.fingerprint,
+            "status": error.status,
+            "body": body,
+        },
+    ).fetchone()
+    if row is None:
+        return _replay(conn, request)
+    return Answer(error.status, body)
+
+
+def _replay(conn: Connection, request: KeyedRequest) -> Answer:
+    row = conn.execute(
+        STORED_ANSWER, {"principal": request.principal, "key": request.key}
+    ).fetchone()
+    if row is None or row["status_code"] is None:
+        # Expired between the claim and this read, or still being written: ask for a retry.
+        raise DispatchError(Code.REQUEST_IN_PROGRESS)
+    if row["fingerprint"] != request.fingerprint:
+        raise DispatchError(Code.IDEMPOTENCY_KEY_REUSED)
+    return Answer(row["status_code"], row["body"], replayed=True)
+
+
+def expire(conn: Connection, older_than_hours: int) -> int:
+    """Remove keys past their retention (the sweeper calls this)."""
+    return conn.execute(EXPIRE_KEYS, {"hours": older_than_hours}).rowcount

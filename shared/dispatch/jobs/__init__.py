@@ -1,0 +1,1 @@
+"""Jobs: the domain (commands, queries, rules). Knows nothing of Lambda or HTTP."""

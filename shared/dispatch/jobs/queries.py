@@ -1,0 +1,32 @@
+"""Reads of jobs, with who may see what: the owning business, the assignee, ops."""
+
+from uuid import UUID
+
+from dispatch.auth import Caller, Role
+from dispatch.db import Connection
+from dispatch.errors import Code, DispatchError
+from dispatch.jobs import sql
+from dispatch.jobs.models import Job, JobEvent, JobEvents
+
+
+def can_view(caller: Caller, job: Job) -> bool:
+    return (
+        caller.has(Role.OPS)
+        or (caller.has(Role.BUSINESS) and job.business_id == caller.id)
+        or (caller.has(Role.WORKER) and job.assignee_id == caller.id)
+    )
+
+
+def visible_job(conn: Connection, caller: Caller, job_id: UUID) -> Job:
+    """The job, or NOT_FOUND when it does not exist or is not the caller's (never leak which)."""
+    row = conn.execute(sql.JOB_BY_ID, {"job_id": job_id}).fetchone()
+    job = Job.from_row(row) if row else None
+    if job is None or not can_view(caller, job):
+        raise DispatchError(Code.NOT_FOUND)
+    return job
+
+
+def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
+    visible_job(conn, caller, job_id)
+    rows = conn.execute(sql.EVENTS_OF_JOB, {"job_id": job_id}).fetchall()
+    return JobEvents(events=[JobEvent.model_validate(row) for row in rows])

@@ -1,0 +1,29 @@
+"""Worker profiles (skills, rating). Locations never live here: they go to Redis."""
+
+from pydantic import BaseModel
+
+from dispatch.db import Connection
+from dispatch.jobs.models import Skills, Strict
+
+# Upsert: a worker's profile is created on first write.
+SET_SKILLS = """
+INSERT INTO workers (id, skills) VALUES (%(worker_id)s, %(skills)s)
+ON CONFLICT (id) DO UPDATE SET skills = excluded.skills, updated_at = now()
+RETURNING id, skills, rating
+"""
+
+
+class WorkerProfileUpdate(Strict):
+    skills: Skills
+
+
+class WorkerProfile(BaseModel):
+    id: str
+    skills: list[str]
+    rating: float | None
+
+
+def set_skills(conn: Connection, worker_id: str, update: WorkerProfileUpdate) -> WorkerProfile:
+    row = conn.execute(SET_SKILLS, {"worker_id": worker_id, "skills": update.skills}).fetchone()
+    assert row is not None  # an upsert always returns its row
+    return WorkerProfile.model_validate(row)

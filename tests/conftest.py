@@ -1,0 +1,72 @@
+"""Fixtures: a real Postgres (DATABASE_URL's server, or an embedded one), a fresh migrated
+database per session, and a client that invokes the Lambda handlers with real events."""
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from dispatch import db, migrations
+from dispatch.config import settings
+from dispatch_local import REPO_ROOT
+from tests.support import Api
+
+TABLES = "jobs, job_events, idempotency_keys, workers"
+
+
+def _admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    if url := os.environ.get("DATABASE_URL"):
+        return url
+    from dispatch_local import embedded
+
+    return embedded.postgres(tmp_path_factory.mktemp("embedded") / "pg", database="postgres")
+
+
+@pytest.fixture(scope="session")
+def admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _admin_url(tmp_path_factory)
+
+
+def create_database(admin_url: str, migrate: bool = True) -> str:
+    name = f"dispatch_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = psycopg.conninfo.make_conninfo(admin_url, dbname=name)
+    if migrate:
+        with db.connect(url) as conn:
+            migrations.apply(conn, migrations.load(REPO_ROOT / "migrations"))
+    return url
+
+
+def drop_database(admin_url: str, url: str) -> None:
+    name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database_url(admin_url: str) -> Iterator[str]:
+    """A fresh, migrated database for this test session; every handler uses it."""
+    url = create_database(admin_url)
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Dispatch")
+    settings.cache_clear()
+    db.close()
+    yield url
+    db.close()
+    drop_database(admin_url, url)
+
+
+@pytest.fixture
+def conn(database_url: str) -> Iterator[db.Connection]:
+    """A plain connection to the test database, tables emptied first."""
+    with db.connect(database_url) as connection:
+        connection.execute(f"TRUNCATE {TABLES} CASCADE")
+        yield connection
+
+
+@pytest.fixture
+def api(conn: db.Connection) -> Api:
+    return Api()

@@ -1,0 +1,110 @@
+"""Test helpers: invoking the Lambda handlers in-process with real events, and small factories."""
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from dispatch_local import tokens
+from dispatch_local.events import LambdaContext, http_api_event
+from dispatch_local.template import find, handler_of, routes
+
+# -- invoking handlers -------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def code(self) -> str | None:
+        return self.body.get("error", {}).get("code") if isinstance(self.body, dict) else None
+
+
+Who = tuple[str, str]  # (sub, role)
+
+
+def api_claims(sub: str, role: str) -> dict[str, str]:
+    return tokens.as_api_gateway_claims({"sub": sub, "cognito:groups": [role]})
+
+
+class Api:
+    """Calls the Lambda handlers in-process with API Gateway payload-2.0 events."""
+
+    def __init__(self) -> None:
+        self.routes = routes()
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        who: Who | None = None,
+        body: Any = None,
+        *,
+        key: str | None = "auto",
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        found = find(self.routes, method, path.split("?")[0])
+        assert found is not None, f"no route for {method} {path}"
+        route, params = found
+        all_headers = {"content-type": "application/json", **(headers or {})}
+        if key == "auto":
+            key = str(uuid.uuid4())
+        if key is not None:
+            all_headers["idempotency-key"] = key
+        payload = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        event = http_api_event(
+            route,
+            params,
+            method,
+            path.split("?")[0],
+            path.partition("?")[2],
+            list(all_headers.items()),
+            payload,
+            api_claims(*who) if who else None,
+        )
+        result = handler_of(route)(event, LambdaContext(function_name=route.function))
+        text = result.get("body") or ""
+        return Reply(
+            status=result["statusCode"],
+            headers=result.get("headers") or {},
+            body=json.loads(text) if text else None,
+        )
+
+
+def window(hours_from_now: int = 2, length_hours: int = 2) -> dict[str, str]:
+    start = datetime.now(UTC) + timedelta(hours=hours_from_now)
+    return {
+        "start": start.isoformat().replace("+00:00", "Z"),
+        "end": (start + timedelta(hours=length_hours)).isoformat().replace("+00:00", "Z"),
+    }
+
+
+def job_body(
+    skills: list[str] | None = None, lat: float = 12.9716, lng: float = 77.5946
+) -> dict[str, Any]:
+    return {"location": {"lat": lat, "lng": lng}, "skills": skills or ["wash"], "window": window()}
+
+
+BUSINESS: Who = ("business-1", "business")
+OPS: Who = ("ops-1", "ops")
+
+
+def worker(n: int | str) -> Who:
+    return (f"worker-{n}", "worker")
+
+
+def make_worker(api: Api, who: Who, skills: list[str] | None = None) -> None:
+    reply = api.call("PUT", "/workers/me", who, {"skills": skills or ["wash"]})
+    assert reply.status == 200, reply.body
+
+
+def make_job(api: Api, owner: Who = BUSINESS, skills: list[str] | None = None) -> dict[str, Any]:
+    reply = api.call("POST", "/jobs", owner, job_body(skills))
+    assert reply.status == 201, reply.body
+    job: dict[str, Any] = reply.body
+    return job
