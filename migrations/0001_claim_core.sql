@@ -3,15 +3,16 @@
 -- admin tool or future bug can store an illegal state. The application checks the same
 -- rules first only to turn a constraint name into a sentence.
 
--- UUID version 7 (time-ordered). Postgres 18 has uuidv7(); 15-17 do not, so we carry our own.
+-- UUID version 7 (time-ordered, RFC 9562): 48 bits of Unix milliseconds, the version, then
+-- 12 bits of sub-millisecond fraction (method 3) so ids made one after another sort in order,
+-- then random bits. Postgres 18 has uuidv7(); 15-17 do not, so we carry our own.
 CREATE FUNCTION dispatch_uuid7() RETURNS uuid
 LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
   SELECT encode(
-    set_bit(set_bit(
-      overlay(uuid_send(gen_random_uuid())
-              PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
-              FROM 1 FOR 6),
-      52, 1), 53, 1), 'hex')::uuid
+           int8send((floor(ms)::bigint << 16) | x'7000'::int | floor((ms - floor(ms)) * 4096)::int)
+           || substring(uuid_send(gen_random_uuid()) FROM 9),
+           'hex')::uuid
+    FROM (SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms) AS now_ms
 $$;
 
 CREATE TABLE workers (

@@ -24,7 +24,9 @@ def _distinct(skills: list[str]) -> list[str]:
     return list(dict.fromkeys(skills))
 
 
-Skill = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Skill = Annotated[
+    str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$", strict=True)
+]
 Skills = Annotated[list[Skill], Field(max_length=32), AfterValidator(_distinct)]
 
 
@@ -35,8 +37,8 @@ class Strict(BaseModel):
 
 
 class Location(Strict):
-    lat: float = Field(ge=-90, le=90)
-    lng: float = Field(ge=-180, le=180)
+    lat: float = Field(ge=-90, le=90, strict=True)
+    lng: float = Field(ge=-180, le=180, strict=True)
 
 
 class Window(Strict):
@@ -59,7 +61,7 @@ class CreateJob(Strict):
 
 
 class AcceptJob(Strict):
-    version: int | None = Field(None, ge=1, le=2**31 - 1)
+    version: int | None = Field(None, ge=1, le=2**31 - 1, strict=True)
 
 
 class Job(BaseModel):

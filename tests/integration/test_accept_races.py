@@ -1,0 +1,119 @@
+"""Races proven in parallel: callers released together behind a barrier, each with its own
+identity and its own connection, through the very database path the accept handler runs
+(idempotency key + conditional UPDATE + event, one transaction), repeated many times."""
+
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar
+from uuid import UUID
+
+from dispatch import db, idempotency
+from dispatch.errors import DispatchError
+from dispatch.jobs import commands
+from dispatch.jobs.models import CreateJob
+from tests.support import job_body
+
+T = TypeVar("T")
+
+
+def together(calls: list[Callable[[db.Connection], T]], url: str) -> list[T]:
+    """Run every call on its own thread and connection, all released at the same instant."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        with db.connect(url) as conn:
+            barrier.wait()
+            try:
+                results[i] = calls[i](conn)
+            except BaseException as error:
+                results[i] = error
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def accept_call(job_id: UUID, worker_id: str) -> Callable[[db.Connection], int]:
+    request = idempotency.KeyedRequest(worker_id, str(uuid.uuid4()), "fp-" + str(job_id), "r")
+
+    def call(conn: db.Connection) -> int:
+        answer = idempotency.execute(
+            conn,
+            request,
+            lambda c: commands.accept_job(c, job_id, worker_id, None),
+            200,
+        )
+        return answer.status
+
+    return call
+
+
+def setup(conn: db.Connection, jobs: int, workers: list[str]) -> list[UUID]:
+    conn.execute("TRUNCATE jobs, job_events, idempotency_keys, workers CASCADE")
+    for w in workers:
+        conn.execute("INSERT INTO workers (id, skills) VALUES (%s, '{wash}')", (w,))
+    spec = CreateJob.model_validate(job_body(["wash"]))
+    return [commands.create_job(conn, "business-1", spec).id for _ in range(jobs)]
+
+
+def test_three_workers_one_job_exactly_one_wins(conn: db.Connection, database_url: str) -> None:
+    for _ in range(40):
+        workers = ["w-1", "w-2", "w-3"]
+        (job_id,) = setup(conn, 1, workers)
+        statuses = together([accept_call(job_id, w) for w in workers], database_url)
+        assert sorted(statuses) == [200, 409, 409], statuses
+        row = conn.execute("SELECT version, assignee_id FROM jobs").fetchone()
+        assert row is not None and row["version"] == 2 and row["assignee_id"] in workers
+        assert conn.execute("SELECT count(*) AS n FROM job_events").fetchone() == {"n": 2}
+        # Every loser's 409 was stored with its key; the winner's 200 too.
+        stored = conn.execute("SELECT status_code FROM idempotency_keys").fetchall()
+        assert sorted(r["status_code"] for r in stored) == [200, 409, 409]
+
+
+def test_twenty_workers_ten_jobs_one_holder_each(conn: db.Connection, database_url: str) -> None:
+    workers = [f"w-{i}" for i in range(20)]
+    for round_ in range(8):
+        jobs = setup(conn, 10, workers)
+        # Two workers on every job, paired differently each round.
+        calls = [accept_call(jobs[(i * 7 + round_) % 10], w) for i, w in enumerate(workers)]
+        statuses = together(calls, database_url)
+        assert all(not isinstance(s, BaseException) for s in statuses), statuses
+        holders = conn.execute(
+            "SELECT id, assignee_id FROM jobs WHERE status = 'assigned'"
+        ).fetchall()
+        assert Counter(s for s in statuses if s == 200)[200] == len(holders)
+        assert len({h["assignee_id"] for h in holders}) == len(holders)  # no worker holds two
+        assert len(holders) == 10  # every job found exactly one holder
+        events = conn.execute(
+            "SELECT count(*) AS n FROM job_events WHERE type = 'job.assigned'"
+        ).fetchone()
+        assert events == {"n": 10}
+
+
+def test_same_worker_two_jobs_at_once_one_wins_other_is_busy(
+    conn: db.Connection, database_url: str
+) -> None:
+    for _ in range(30):
+        first, second = setup(conn, 2, ["w-1"])
+        statuses = together([accept_call(first, "w-1"), accept_call(second, "w-1")], database_url)
+        assert sorted(statuses) == [200, 409], statuses
+        codes = conn.execute(
+            "SELECT body::jsonb -> 'error' ->> 'code' AS code FROM idempotency_keys "
+            "WHERE status_code = 409"
+        ).fetchall()
+        assert codes == [{"code": "WORKER_BUSY"}]
+
+
+def test_race_never_raises_unexpected_errors(conn: db.Connection, database_url: str) -> None:
+    (job_id,) = setup(conn, 1, [f"w-{i}" for i in range(12)])
+    results = together([accept_call(job_id, f"w-{i}") for i in range(12)], database_url)
+    unexpected = [r for r in results if isinstance(r, BaseException)]
+    assert unexpected == []
+    assert sorted(results) == [200] + [409] * 11
+    assert not any(isinstance(r, DispatchError) for r in results)

@@ -1,0 +1,74 @@
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dispatch import db, migrations
+from dispatch_local import REPO_ROOT
+from tests.conftest import create_database, drop_database
+
+
+@pytest.fixture
+def empty_database(admin_url: str) -> Iterator[str]:
+    url = create_database(admin_url, migrate=False)
+    yield url
+    drop_database(admin_url, url)
+
+
+def applied(url: str) -> list[str]:
+    with db.connect(url) as conn:
+        return [r["version"] for r in conn.execute("SELECT version FROM schema_migrations")]
+
+
+def test_applied_in_order_each_once(empty_database: str) -> None:
+    everything = migrations.load(REPO_ROOT / "migrations")
+    assert everything, "no migrations found"
+    assert [m.version for m in everything] == sorted(m.version for m in everything)
+    with db.connect(empty_database) as conn:
+        assert migrations.apply(conn, everything) == [m.version for m in everything]
+        assert migrations.apply(conn, everything) == []
+    assert applied(empty_database) == [m.version for m in everything]
+
+
+def test_two_migrators_started_together(empty_database: str) -> None:
+    everything = migrations.load(REPO_ROOT / "migrations")
+    barrier = threading.Barrier(2)
+    results: list[list[str]] = []
+    failures: list[BaseException] = []
+
+    def migrate() -> None:
+        with db.connect(empty_database) as conn:
+            barrier.wait()
+            try:
+                results.append(migrations.apply(conn, everything))
+            except BaseException as error:
+                failures.append(error)
+
+    threads = [threading.Thread(target=migrate) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    # One did all the work, the other found nothing pending.
+    assert sorted(results, key=len) == [[], [m.version for m in everything]]
+    assert applied(empty_database) == [m.version for m in everything]
+
+
+def test_an_applied_migration_that_changed_is_refused(empty_database: str, tmp_path: Path) -> None:
+    (tmp_path / "0001_first.sql").write_text("CREATE TABLE one (id int);")
+    with db.connect(empty_database) as conn:
+        migrations.apply(conn, migrations.load(tmp_path))
+        (tmp_path / "0001_first.sql").write_text("CREATE TABLE one (id bigint);")
+        with pytest.raises(migrations.MigrationChanged):
+            migrations.apply(conn, migrations.load(tmp_path))
+
+
+def test_a_failing_migration_leaves_nothing_behind(empty_database: str, tmp_path: Path) -> None:
+    (tmp_path / "0001_good.sql").write_text("CREATE TABLE good (id int);")
+    (tmp_path / "0002_bad.sql").write_text("CREATE TABLE bad (id nonsense_type);")
+    with db.connect(empty_database) as conn:
+        with pytest.raises(Exception, match="nonsense_type"):
+            migrations.apply(conn, migrations.load(tmp_path))
+        assert conn.execute("SELECT to_regclass('good') AS t").fetchone() == {"t": None}
