@@ -94,7 +94,11 @@ class DispatchResolver(APIGatewayHttpResolver):
             return Code.UNAUTHORIZED, None
         if not caller.roles & roles:
             return Code.FORBIDDEN, None
-        if len(raw_body(event)) > settings().max_body_bytes:
+        try:
+            body = raw_body(event)
+        except ValueError:
+            return Code.VALIDATION_FAILED, [{"field": "body", "problem": "must be UTF-8 JSON"}]
+        if len(body) > settings().max_body_bytes:
             return Code.PAYLOAD_TOO_LARGE, None
         method = ((event.get("requestContext") or {}).get("http") or {}).get("method", "")
         if method.upper() in STATE_CHANGING:
@@ -156,9 +160,10 @@ class DispatchResolver(APIGatewayHttpResolver):
 
 
 def raw_body(event: Mapping[str, Any]) -> str:
+    """The body as text; ValueError when it is not base64 of UTF-8 as announced."""
     body = event.get("body") or ""
     if event.get("isBase64Encoded"):
-        return base64.b64decode(body).decode("utf-8", errors="replace")
+        return base64.b64decode(body, validate=True).decode("utf-8")
     return str(body)
 
 

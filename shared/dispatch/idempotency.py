@@ -7,7 +7,8 @@ statement, so the happy path costs two round trips: [BEGIN, claim, change], [sto
   replays its stored answer; past `lock_timeout` it gets REQUEST_IN_PROGRESS.
 - A finished duplicate finds the claim taken: the transaction rolls back (whatever the command
   did with it is undone) and the stored answer is replayed, or 422 if the request differs.
-- A business error (4xx) changed nothing: it is stored on its own, then replayed like a success.
+- A business error (4xx) changed nothing: its answer is stored in the same transaction (or,
+  when a constraint broke that transaction, in one of its own) and replayed like a success.
 - Anything else (5xx) rolls back and stores nothing, so a retry runs again.
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import errors, pq
 from pydantic import BaseModel
 
@@ -35,7 +37,7 @@ UPDATE idempotency_keys SET status_code = %(status)s, body = %(body)s
 WHERE principal = %(principal)s AND key = %(key)s
 """
 
-# For business errors, after the command's transaction rolled back.
+# For a business error raised by a constraint, after its broken transaction rolled back.
 CLAIM_KEY_WITH_ANSWER = """
 INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
 VALUES (%(principal)s, %(key)s, %(fingerprint)s, %(status)s, %(body)s)
@@ -118,17 +120,26 @@ def _claim_and_run(
         with conn.pipeline():
             conn.execute("BEGIN")
             claim = conn.execute(CLAIM_KEY, params)
-            result = command(conn)  # its first fetch brings back the claim's result too
+            try:
+                # Its first fetch brings back the claim's result too: one round trip.
+                status, body = success_status, command(conn).model_dump_json()
+            except DispatchError as error:
+                if error.status >= 500 or isinstance(error.__cause__, psycopg.Error):
+                    raise  # the transaction is broken; the caller stores the answer anew
+                status, body = error.status, _error_json(error, request)
             if claim.fetchone() is None:
                 conn.execute("ROLLBACK")  # undo whatever the command did on a claimed key
                 return None
-            body = result.model_dump_json()
-            conn.execute(STORE_ANSWER, {**params, "status": success_status, "body": body})
+            conn.execute(STORE_ANSWER, {**params, "status": status, "body": body})
             conn.execute("COMMIT")
     except BaseException:
         _roll_back(conn)
         raise
-    return Answer(success_status, body)
+    return Answer(status, body)
+
+
+def _error_json(error: DispatchError, request: KeyedRequest) -> str:
+    return json.dumps(error_body(error.code, request.request_id, error.details))
 
 
 def _roll_back(conn: Connection) -> None:
@@ -140,7 +151,7 @@ def _roll_back(conn: Connection) -> None:
 
 
 def _store_business_error(conn: Connection, request: KeyedRequest, error: DispatchError) -> Answer:
-    body = json.dumps(error_body(error.code, request.request_id, error.details))
+    body = _error_json(error, request)
     row = conn.execute(
         CLAIM_KEY_WITH_ANSWER,
         {

@@ -1,0 +1,75 @@
+"""What the accept happy path sends to Postgres, counted from the wire (libpq's protocol trace)."""
+
+import itertools
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from psycopg import pq
+
+from dispatch import db
+from tests.support import Api, make_job, make_worker, worker
+
+
+@dataclass
+class Wire:
+    statements: list[str]
+    round_trips: int
+
+
+def traced(call: Callable[[], object]) -> Wire:
+    """Run `call` and read the messages its environment's connection exchanged."""
+    conn = db.connection()
+    with tempfile.TemporaryFile() as trace:
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        try:
+            call()
+        finally:
+            conn.pgconn.untrace()
+        trace.seek(0)
+        text = trace.read().decode()
+    # Messages start at a line "F|B<tab>length<tab>Type"; statement text may span lines.
+    messages = re.findall(r"^([FB])\t\d+\t(\w+)\t?(.*?)(?=^[FB]\t\d+\t|\Z)", text, re.M | re.S)
+    statements = [
+        re.match(r' "[^"]*" "(.*)" \d+', rest, re.S).group(1)  # type: ignore[union-attr]
+        for _, kind, rest in messages
+        if kind == "Parse"
+    ]
+    # A round trip is a run of client messages followed by the server's answers.
+    directions = [direction for direction, _, _ in messages]
+    round_trips = sum(1 for pair in itertools.pairwise(directions) if pair == ("F", "B"))
+    return Wire(statements, round_trips)
+
+
+def test_accept_happy_path_is_two_round_trips(api: Api) -> None:
+    job = make_job(api)
+    make_worker(api, worker(1))
+    api.call("GET", "/health", None, key=None)  # the environment's connection exists already
+
+    replies = []
+    wire = traced(
+        lambda: replies.append(api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {}))
+    )
+    assert replies[0].status == 200
+    assert wire.round_trips == 2, wire
+    kinds = [s.split()[0].upper() for s in wire.statements]
+    # BEGIN, claim the key, the conditional UPDATE with its event, store the answer, COMMIT.
+    assert kinds == ["BEGIN", "INSERT", "WITH", "UPDATE", "COMMIT"], wire.statements
+    assert "idempotency_keys" in wire.statements[1]
+    assert "UPDATE jobs" in wire.statements[2] and "INSERT INTO job_events" in wire.statements[2]
+
+
+def test_losing_costs_more_but_stays_small(api: Api) -> None:
+    job = make_job(api)
+    for n in (1, 2):
+        make_worker(api, worker(n))
+    api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {})
+    replies = []
+    wire = traced(
+        lambda: replies.append(api.call("POST", f"/jobs/{job['id']}/accept", worker(2), {}))
+    )
+    assert replies[0].code == "JOB_TAKEN"
+    # The same first round trip, one read to name the cause, then store the 409 and commit.
+    assert wire.round_trips == 3, wire
