@@ -1,0 +1,228 @@
+"""Over real HTTP against the local stack: races, idempotency, auth and bad input."""
+
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+import jwt
+import pytest
+import requests
+
+from dispatch.db import Connection
+from dispatch_local import tokens
+from tests.support import job_body
+
+
+class Client:
+    """One person on one phone: their own token and their own HTTP connection."""
+
+    def __init__(self, base: str, sub: str, role: str) -> None:
+        self.base, self.sub = base, sub
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {tokens.issue(sub, role)}"
+
+    def send(
+        self, method: str, path: str, body: Any = None, key: str | None = "auto"
+    ) -> requests.Response:
+        headers = {}
+        if key is not None:
+            headers["Idempotency-Key"] = str(uuid.uuid4()) if key == "auto" else key
+        return self.session.request(
+            method, self.base + path, json=body, headers=headers, timeout=30
+        )
+
+
+def in_parallel(calls: list[Any]) -> list[requests.Response]:
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        results[i] = calls[i]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+@pytest.fixture
+def people(stack: str, conn: Connection) -> dict[str, Client]:
+    clients = {
+        "business": Client(stack, "biz-1", "business"),
+        "ops": Client(stack, "ops-1", "ops"),
+    }
+    for i in range(20):
+        clients[f"w{i}"] = w = Client(stack, f"w-{i}", "worker")
+        # Warm the connection while we are at it: the race should be about the accept.
+        assert w.send("PUT", "/workers/me", {"skills": ["wash"]}).status_code == 200
+    return clients
+
+
+def post_job(people: dict[str, Client]) -> dict[str, Any]:
+    reply = people["business"].send("POST", "/jobs", job_body(["wash"]))
+    assert reply.status_code == 201, reply.text
+    job: dict[str, Any] = reply.json()
+    return job
+
+
+def test_three_workers_tap_accept_at_once(people: dict[str, Client], conn: Connection) -> None:
+    for _ in range(10):
+        job = post_job(people)
+        path = f"/jobs/{job['id']}/accept"
+        tappers = [people[f"w{i}"] for i in range(3)]
+        replies = in_parallel([lambda w=w, p=path: w.send("POST", p, {}) for w in tappers])
+        assert sorted(r.status_code for r in replies) == [200, 409, 409]
+        for reply in replies:
+            if reply.status_code == 409:
+                assert reply.json()["error"]["code"] == "JOB_TAKEN"
+                assert reply.json()["error"]["message"] == (
+                    "This job was taken by another worker. More jobs coming!"
+                )
+        winner = next(r.json() for r in replies if r.status_code == 200)
+        seen = people["ops"].send("GET", f"/jobs/{job['id']}").json()
+        assert seen["assignee_id"] == winner["assignee_id"]
+        assert seen["version"] == 2
+        free_the_winners(conn)
+
+
+def free_the_winners(conn: Connection) -> None:
+    """Close this round's jobs so every worker can race again in the next one."""
+    conn.execute(
+        "UPDATE jobs SET status = 'cancelled', assignee_id = NULL, lease_expires_at = NULL "
+        "WHERE status = 'assigned'"
+    )
+
+
+def test_twenty_workers_on_ten_jobs(people: dict[str, Client], conn: Connection) -> None:
+    for round_ in range(3):
+        jobs = [post_job(people) for _ in range(10)]
+        # Two workers on every job, paired differently each round.
+        paths = [f"/jobs/{jobs[(i * 7 + round_) % 10]['id']}/accept" for i in range(20)]
+        calls = [lambda w=people[f"w{i}"], p=paths[i]: w.send("POST", p, {}) for i in range(20)]
+        statuses = Counter(r.status_code for r in in_parallel(calls))
+        assert statuses == {200: 10, 409: 10}
+        holders = [people["ops"].send("GET", f"/jobs/{j['id']}").json() for j in jobs]
+        assignees = [h["assignee_id"] for h in holders]
+        assert None not in assignees
+        assert len(set(assignees)) == 10
+        free_the_winners(conn)
+
+
+def test_concurrent_duplicates_answer_alike(people: dict[str, Client], conn: Connection) -> None:
+    business = people["business"]
+    body = job_body()
+    replies = in_parallel(
+        [lambda: business.send("POST", "/jobs", body, key="dup-create") for _ in range(4)]
+    )
+    assert {r.status_code for r in replies} == {201}
+    assert len({r.text for r in replies}) == 1
+    assert sorted(r.headers.get("Idempotent-Replayed", "") for r in replies) == [
+        "",
+        "true",
+        "true",
+        "true",
+    ]
+    assert conn.execute("SELECT count(*) AS n FROM jobs").fetchone() == {"n": 1}
+
+
+def test_reuse_and_missing_key(people: dict[str, Client]) -> None:
+    business = people["business"]
+    assert business.send("POST", "/jobs", job_body(), key="k-1").status_code == 201
+    reused = business.send("POST", "/jobs", job_body(["other"]), key="k-1")
+    assert (reused.status_code, reused.json()["error"]["code"]) == (422, "IDEMPOTENCY_KEY_REUSED")
+    missing = business.send("POST", "/jobs", job_body(), key=None)
+    assert missing.json()["error"]["code"] == "IDEMPOTENCY_KEY_REQUIRED"
+
+
+def forged(claims: dict[str, Any], key: str | None = None, algorithm: str = "HS256") -> str:
+    now = int(time.time())
+    base = {
+        "sub": "w-x",
+        "cognito:groups": ["worker"],
+        "iss": tokens.ISSUER,
+        "aud": tokens.AUDIENCE,
+        "iat": now,
+        "exp": now + 600,
+    }
+    return jwt.encode({**base, **claims}, key or tokens.signing_key(), algorithm=algorithm)
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "Bearer",
+        "Bearer not-a-jwt",
+        "Basic dXNlcjpwYXNz",
+        "Bearer " + forged({"exp": int(time.time()) - 10}),
+        "Bearer " + forged({"iss": "https://evil.example"}),
+        "Bearer " + forged({"aud": "someone-else"}),
+        "Bearer " + forged({}, key="wrong-key-" + "x" * 32),
+        "Bearer " + forged({"nbf": int(time.time()) + 3600}),
+        "Bearer " + jwt.encode({"sub": "w-x", "cognito:groups": ["worker"]}, None, "none"),
+    ],
+)
+def test_bad_tokens_are_401(stack: str, authorization: str | None) -> None:
+    headers = {"Idempotency-Key": "k"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    reply = requests.post(f"{stack}/jobs", json=job_body(), headers=headers, timeout=10)
+    assert reply.status_code == 401
+    assert reply.json()["error"]["code"] == "UNAUTHORIZED"
+
+
+def test_wrong_role_and_strangers(people: dict[str, Client]) -> None:
+    job = post_job(people)
+    as_worker = people["w0"].send("POST", "/jobs", job_body())
+    assert (as_worker.status_code, as_worker.json()["error"]["code"]) == (403, "FORBIDDEN")
+    stranger = people["w5"].send("GET", f"/jobs/{job['id']}")
+    assert (stranger.status_code, stranger.json()["error"]["code"]) == (404, "NOT_FOUND")
+
+
+def test_bad_input_over_http(people: dict[str, Client], stack: str) -> None:
+    business = people["business"]
+    headers = {"Idempotency-Key": "raw-1", "Content-Type": "application/json"}
+    broken = business.session.post(f"{stack}/jobs", data=b'{"location":', headers=headers)
+    assert (broken.status_code, broken.json()["error"]["code"]) == (400, "VALIDATION_FAILED")
+    unknown = business.send("POST", "/jobs", {**job_body(), "priority": "high"})
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["details"]
+    huge = business.session.post(
+        f"{stack}/jobs", data=b"x" * (2 * 1024 * 1024), headers={**headers, "Idempotency-Key": "h"}
+    )
+    assert (huge.status_code, huge.json()["error"]["code"]) == (413, "PAYLOAD_TOO_LARGE")
+    padded = business.send("POST", "/jobs", {**job_body(), "pad": "x" * 50_000})
+    assert (padded.status_code, padded.json()["error"]["code"]) == (413, "PAYLOAD_TOO_LARGE")
+
+
+def test_unknown_route_is_a_contract_404(stack: str) -> None:
+    reply = requests.get(f"{stack}/nope", timeout=10)
+    assert (reply.status_code, reply.json()["error"]["code"]) == (404, "NOT_FOUND")
+
+
+def test_openapi_document_and_docs(stack: str) -> None:
+    document = requests.get(f"{stack}/openapi.json", timeout=30).json()
+    assert set(document["paths"]) >= {
+        "/jobs",
+        "/jobs/{job_id}",
+        "/jobs/{job_id}/events",
+        "/jobs/{job_id}/accept",
+        "/workers/me",
+        "/health",
+    }
+    accept = document["paths"]["/jobs/{job_id}/accept"]["post"]
+    assert accept["security"] == [{"bearer": []}]
+    assert "409" in accept["responses"]
+    assert "Job" in document["components"]["schemas"]
+    docs = requests.get(f"{stack}/docs", timeout=10)
+    assert docs.status_code == 200
+    assert "swagger-ui" in docs.text
+
+
+def test_health(stack: str) -> None:
+    assert requests.get(f"{stack}/health", timeout=10).json() == {"status": "ok"}

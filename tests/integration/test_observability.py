@@ -1,0 +1,84 @@
+"""Logs carry the request id as correlation id; accept outcomes are counted as metrics."""
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dispatch.http import DispatchResolver, entrypoint
+from dispatch.observability import logger
+from dispatch_local.events import LambdaContext
+from tests.support import Api, make_job, make_worker, worker
+
+
+def emitted(capfd: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    lines = capfd.readouterr().out.splitlines()
+    return [json.loads(line) for line in lines if line.startswith("{")]
+
+
+def metric_values(records: list[dict[str, Any]], name: str) -> list[Any]:
+    return [r[name] for r in records if "_aws" in r and name in r]
+
+
+def test_accepts_won_and_lost_are_counted(api: Api, capfd: pytest.CaptureFixture[str]) -> None:
+    job = make_job(api)
+    for n in (1, 2):
+        make_worker(api, worker(n))
+    capfd.readouterr()
+    api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {})
+    api.call("POST", f"/jobs/{job['id']}/accept", worker(2), {}, key="lost-1")
+    api.call("POST", f"/jobs/{job['id']}/accept", worker(2), {}, key="lost-1")  # a replay
+    records = emitted(capfd)
+    assert metric_values(records, "AcceptsWon") == [[1.0]]
+    assert metric_values(records, "AcceptsLost") == [[1.0]]  # the replay is not counted again
+    namespaces = {
+        m["Namespace"] for r in records if "_aws" in r for m in r["_aws"]["CloudWatchMetrics"]
+    }
+    assert namespaces == {"Dispatch"}
+
+
+@pytest.fixture
+def log_lines() -> Iterator[io.StringIO]:
+    """What the Powertools logger writes (its handler bound stdout when first imported)."""
+    stream = io.StringIO()
+    previous = logger.registered_handler.setStream(stream)
+    yield stream
+    logger.registered_handler.setStream(previous)
+
+
+def test_an_unexpected_failure_is_logged_correlated_and_not_leaked(
+    log_lines: io.StringIO,
+) -> None:
+    app = DispatchResolver()
+
+    @app.endpoint("GET", "/boom", roles=None)
+    def boom() -> None:
+        raise RuntimeError("secret internals: password=hunter2")
+
+    event = {
+        "version": "2.0",
+        "routeKey": "GET /boom",
+        "rawPath": "/boom",
+        "rawQueryString": "",
+        "headers": {},
+        "requestContext": {
+            "http": {"method": "GET", "path": "/boom", "sourceIp": "127.0.0.1"},
+            "requestId": "req-boom-1",
+            "routeKey": "GET /boom",
+            "stage": "$default",
+        },
+        "isBase64Encoded": False,
+    }
+    result = entrypoint(app)(event, LambdaContext(function_name="Boom"))
+    assert result["statusCode"] == 500
+    body = json.loads(result["body"])
+    assert body["error"]["code"] == "INTERNAL"
+    assert body["error"]["request_id"] == "req-boom-1"
+    assert "hunter2" not in result["body"]
+    records = [json.loads(line) for line in log_lines.getvalue().splitlines()]
+    logs = [r for r in records if r.get("message") == "unexpected error"]
+    assert len(logs) == 1
+    assert logs[0]["correlation_id"] == "req-boom-1"
+    assert "hunter2" in logs[0]["exception"]  # the operator, not the caller, sees the cause

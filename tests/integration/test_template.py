@@ -1,0 +1,70 @@
+"""template.yaml is the one list of routes: every route reaches an importable handler."""
+
+import re
+import tomllib
+from pathlib import Path
+
+from dispatch_local import REPO_ROOT
+from dispatch_local.template import handler_of, load_module, load_template, routes
+
+# The contract's routes that exist so far, each served by exactly one function.
+SERVED = {
+    "POST /jobs",
+    "GET /jobs/{job_id}",
+    "GET /jobs/{job_id}/events",
+    "POST /jobs/{job_id}/accept",
+    "PUT /workers/me",
+    "GET /health",
+}
+
+
+def test_every_route_maps_to_an_importable_handler() -> None:
+    found = routes()
+    assert {r.route_key for r in found} >= SERVED
+    keys = [r.route_key for r in found]
+    assert len(keys) == len(set(keys)), "a route is served twice"
+    for route in found:
+        assert callable(handler_of(route)), route
+
+
+def test_each_handler_declares_exactly_its_template_routes() -> None:
+    """The resolver's own routes and the template's events agree, function by function."""
+    by_function: dict[Path, set[str]] = {}
+    for route in routes():
+        by_function.setdefault(route.code_uri, set()).add(route.route_key)
+    for code_uri, keys in by_function.items():
+        app = load_module(code_uri, "app").app
+        assert set(app._access) == keys, code_uri
+
+
+def test_only_health_is_public() -> None:
+    assert {r.route_key for r in routes() if not r.authorized} == {"GET /health"}
+
+
+def test_functions_live_where_the_layout_says() -> None:
+    template = load_template()
+    uris = {
+        res["Properties"]["CodeUri"]
+        for res in template["Resources"].values()
+        if res["Type"] == "AWS::Serverless::Function"
+    }
+    for uri in uris:
+        assert (REPO_ROOT / uri / "app.py").exists(), uri
+    for required in ("functions/create_job/", "functions/accept_job/"):
+        assert required in uris
+
+
+def test_layer_requirements_follow_the_project_dependencies() -> None:
+    """The Lambda layer installs what the package needs (boto3 comes with the runtime)."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {d for d in project["dependencies"] if not d.startswith("boto3")}
+    lines = (REPO_ROOT / "shared" / "requirements.txt").read_text().splitlines()
+    layer = {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+    assert layer == wanted
+
+
+def test_handlers_import_nothing_from_the_local_stack() -> None:
+    for path in list((REPO_ROOT / "functions").rglob("*.py")) + list(
+        (REPO_ROOT / "shared").rglob("*.py")
+    ):
+        assert not re.search(r"^\s*(from|import) dispatch_local", path.read_text(), re.M), path
