@@ -1,0 +1,286 @@
+"""Accept benchmark: the real handler against its own SQL, the classic design and a bare UPDATE.
+
+    make bench-accept            (or: python -m bench.accept [--quick] [--levels 1,3,10,50])
+
+For each contention level N, N claimer processes (each its own connection and identities)
+take the same fresh jobs one after another: before each job all N wait at a barrier, then tap
+Accept at the same instant. Every job gets N simultaneous accepts and exactly one winner.
+The four designs run on identical data in the same run, interleaved A B C D D C B A so that
+drift on a shared machine hits them alike; the report is ratios, not absolute times.
+
+- handler: the Lambda handler in-process (event in, HTTP answer out), exactly as deployed.
+- floor:   the very SQL the handler sends (pipelined), straight through psycopg, no handler.
+- classic: SELECT ... FOR UPDATE, checks in Python, UPDATE, event, idempotency row; one
+           transaction, one round trip per statement: the design we claim to beat.
+- bare:    a single conditional UPDATE in autocommit, nothing else: the reference floor.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from bench.common import Timing, bench_database, timing
+from dispatch import db, idempotency
+from dispatch.jobs import sql as jobs_sql
+
+MODES = ("bare", "floor", "classic", "handler")
+LEASE_SECONDS = 600
+RESULTS = Path(__file__).parent / "results"
+
+SETUP = [
+    "TRUNCATE jobs, job_events, idempotency_keys, workers CASCADE",
+    """INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
+       SELECT 'b-1', 12.97, 77.59, '{wash}', now() + interval '1 hour', now() + interval '3 hours'
+         FROM generate_series(1, %(jobs)s)""",
+    """INSERT INTO job_events (job_id, type, version, actor)
+       SELECT id, 'job.created', 1, 'b-1' FROM jobs""",
+    """INSERT INTO workers (id, skills)
+       SELECT 'w-' || c || '-' || j, '{wash}'
+         FROM generate_series(0, %(claimers)s - 1) c, generate_series(0, %(jobs)s - 1) j""",
+    "ANALYZE jobs",
+    "ANALYZE workers",
+]
+
+BARE_UPDATE = """
+UPDATE jobs SET status = 'assigned', assignee_id = %(worker_id)s, version = version + 1,
+       lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
+ WHERE id = %(job_id)s AND status = 'open'
+"""
+
+CLASSIC_KEY = "SELECT status_code FROM idempotency_keys WHERE principal = %s AND key = %s"
+CLASSIC_LOCK = "SELECT * FROM jobs WHERE id = %s FOR UPDATE"
+CLASSIC_WORKER = """
+SELECT w.skills, EXISTS (SELECT 1 FROM jobs l WHERE l.assignee_id = w.id
+                          AND l.status IN ('assigned', 'in_progress')) AS busy
+  FROM workers w WHERE w.id = %s
+"""
+CLASSIC_UPDATE = """
+UPDATE jobs SET status = 'assigned', assignee_id = %(worker_id)s, version = version + 1,
+       lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
+ WHERE id = %(job_id)s RETURNING *
+"""
+CLASSIC_EVENT = """
+INSERT INTO job_events (job_id, type, version, actor, data)
+VALUES (%(job_id)s, 'job.assigned', %(version)s, %(worker_id)s, '{}')
+"""
+CLASSIC_STORE = """
+INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+VALUES (%(worker_id)s, %(key)s, 'fp', %(status)s, %(body)s)
+"""
+
+
+def _params(job_id: UUID, worker_id: str) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "worker_id": worker_id,
+        "version": None,
+        "lease_seconds": LEASE_SECONDS,
+        "event_type": "job.assigned",
+        "actor": worker_id,
+        "principal": worker_id,
+        "key": f"k-{job_id}",
+        "fingerprint": "fp",
+    }
+
+
+def claim_bare(conn: db.Connection, job_id: UUID, worker_id: str) -> int:
+    changed = conn.execute(BARE_UPDATE, _params(job_id, worker_id)).rowcount
+    return 200 if changed else 409
+
+
+def claim_floor(conn: db.Connection, job_id: UUID, worker_id: str) -> int:
+    params = _params(job_id, worker_id)
+    with conn.pipeline():
+        conn.execute("BEGIN")
+        claim = conn.execute(idempotency.CLAIM_KEY, params)
+        row = conn.execute(jobs_sql.ACCEPT_JOB, params).fetchone()
+        claim.fetchone()
+        if row is None:
+            conn.execute(jobs_sql.ACCEPT_FAILURE_FACTS, params).fetchone()
+            status, body = 409, '{"error": {"code": "JOB_TAKEN"}}'
+        else:
+            status, body = 200, json.dumps(row, default=str)
+        conn.execute(idempotency.STORE_ANSWER, {**params, "status": status, "body": body})
+        conn.execute("COMMIT")
+    return status
+
+
+def claim_classic(conn: db.Connection, job_id: UUID, worker_id: str) -> int:
+    params = _params(job_id, worker_id)
+    with conn.transaction():
+        conn.execute(CLASSIC_KEY, (worker_id, params["key"])).fetchone()
+        job = conn.execute(CLASSIC_LOCK, (job_id,)).fetchone()
+        me = conn.execute(CLASSIC_WORKER, (worker_id,)).fetchone()
+        claimable = (
+            job is not None
+            and me is not None
+            and job["status"] == "open"
+            and set(job["skills"]) <= set(me["skills"])
+            and not me["busy"]
+        )
+        if claimable:
+            row = conn.execute(CLASSIC_UPDATE, params).fetchone()
+            assert row is not None
+            conn.execute(CLASSIC_EVENT, {**params, "version": row["version"]})
+            status, body = 200, json.dumps(row, default=str)
+        else:
+            status, body = 409, '{"error": {"code": "JOB_TAKEN"}}'
+        conn.execute(CLASSIC_STORE, {**params, "status": status, "body": body})
+    return status
+
+
+def claim_handler(_: db.Connection, job_id: UUID, worker_id: str) -> int:
+    from dispatch_local.events import LambdaContext, http_api_event
+    from dispatch_local.template import find, handler_of, routes
+    from dispatch_local.tokens import as_api_gateway_claims
+
+    path = f"/jobs/{job_id}/accept"
+    if "all" not in _ROUTES:
+        _ROUTES["all"] = routes()  # parsing template.yaml is not part of a request
+    found = find(_ROUTES["all"], "POST", path)
+    assert found is not None
+    route, path_parameters = found
+    event = http_api_event(
+        route,
+        path_parameters,
+        "POST",
+        path,
+        "",
+        [("content-type", "application/json"), ("idempotency-key", f"k-{job_id}")],
+        b"{}",
+        as_api_gateway_claims({"sub": worker_id, "cognito:groups": ["worker"]}),
+    )
+    answer = handler_of(route)(event, LambdaContext(function_name=route.function))
+    return int(answer["statusCode"])
+
+
+_ROUTES: dict[str, Any] = {}
+CLAIMS: dict[str, Callable[[db.Connection, UUID, str], int]] = {
+    "bare": claim_bare,
+    "floor": claim_floor,
+    "classic": claim_classic,
+    "handler": claim_handler,
+}
+_PROCESS: dict[str, db.Connection] = {}
+
+
+def _init(url: str, barrier: Any) -> None:
+    _PROCESS["barrier"] = barrier
+    os.environ["DATABASE_URL"] = url
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # stdout I/O is not what we measure
+    os.environ["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+    # One connection per process, the handler's own: every design gets the same footing.
+    _PROCESS["conn"] = db.connection()
+    claim_handler(_PROCESS["conn"], UUID(int=0), "warm-up")  # import and connect before timing
+
+
+def _claimer(
+    mode: str, claimer: int, job_ids: list[UUID]
+) -> tuple[list[int], list[int], float, float]:
+    claim, conn, barrier = CLAIMS[mode], _PROCESS["conn"], _PROCESS["barrier"]
+    latencies: list[int] = []
+    statuses: list[int] = []
+    began = 0.0
+    for j, job_id in enumerate(job_ids):
+        barrier.wait(timeout=120)  # all claimers of this job tap at once
+        if j == 0:
+            began = time.time()
+        t0 = time.perf_counter_ns()
+        statuses.append(claim(conn, job_id, f"w-{claimer}-{j}"))
+        latencies.append(time.perf_counter_ns() - t0)
+    return latencies, statuses, began, time.time()
+
+
+@dataclass
+class Row:
+    claimers: int
+    mode: str
+    attempts: Timing
+    wins: int
+
+    @property
+    def wins_per_second(self) -> float:
+        return self.wins / self.attempts.seconds if self.attempts.seconds else 0.0
+
+
+def run(url: str, levels: list[int], attempts: int, repeats: int = 2) -> list[Row]:
+    rows: list[Row] = []
+    ctx = multiprocessing.get_context("spawn")
+    with db.connect(url) as admin:
+        for claimers in levels:
+            jobs = max(5, attempts // claimers)
+            pooled: dict[str, tuple[list[int], float, int]] = {m: ([], 0.0, 0) for m in MODES}
+            barrier = ctx.Barrier(claimers)
+            with ctx.Pool(processes=claimers, initializer=_init, initargs=(url, barrier)) as pool:
+                order = [m for r in range(repeats) for m in (MODES if r % 2 == 0 else MODES[::-1])]
+                for mode in order:
+                    for statement in SETUP:
+                        admin.execute(statement, {"jobs": jobs, "claimers": claimers})
+                    job_ids = [r["id"] for r in admin.execute("SELECT id FROM jobs ORDER BY id")]
+                    results = pool.starmap(_claimer, [(mode, c, job_ids) for c in range(claimers)])
+                    statuses = [s for r in results for s in r[1]]
+                    unexpected = set(statuses) - {200, 409}
+                    assert not unexpected, f"{mode}: unexpected answers {unexpected}"
+                    wins = statuses.count(200)
+                    assert wins == len(job_ids), f"{mode}: {wins} winners for {len(job_ids)} jobs"
+                    seconds = max(r[3] for r in results) - min(r[2] for r in results)
+                    lat, secs, won = pooled[mode]
+                    pooled[mode] = (
+                        lat + [x for r in results for x in r[0]],
+                        secs + seconds,
+                        won + wins,
+                    )
+            for mode in MODES:
+                lat, secs, won = pooled[mode]
+                rows.append(Row(claimers, mode, timing(lat, secs), won))
+    return rows
+
+
+def report(rows: list[Row]) -> str:
+    lines = [
+        "| claimers | design | attempts/s | jobs won/s | p50 ms | p99 ms | vs floor | vs classic |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        same = {r.mode: r for r in rows if r.claimers == row.claimers}
+        vs_floor = row.attempts.per_second / same["floor"].attempts.per_second
+        vs_classic = row.attempts.per_second / same["classic"].attempts.per_second
+        lines.append(
+            f"| {row.claimers} | {row.mode} | {row.attempts.per_second:,.0f} | "
+            f"{row.wins_per_second:,.0f} | {row.attempts.p50_ms:.2f} | {row.attempts.p99_ms:.2f} | "
+            f"{vs_floor:.2f} | {vs_classic:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.accept", description=__doc__.split("\n")[0])
+    parser.add_argument("--levels", default="1,3,10,50", help="claimers per job")
+    parser.add_argument("--attempts", type=int, default=2400, help="accepts per design and level")
+    parser.add_argument("--repeats", type=int, default=2, help="interleaved passes per design")
+    parser.add_argument("--quick", action="store_true", help="a tiny run that only proves it works")
+    args = parser.parse_args(argv)
+    levels = [1, 3] if args.quick else [int(x) for x in args.levels.split(",")]
+    attempts = 30 if args.quick else args.attempts
+    with bench_database() as url:
+        rows = run(url, levels, attempts, args.repeats)
+    table = report(rows)
+    print(table)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "accept.json").write_text(
+        json.dumps([{**asdict(r), "wins_per_second": r.wins_per_second} for r in rows], indent=2)
+    )
+    (RESULTS / "accept.md").write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
