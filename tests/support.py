@@ -1,10 +1,12 @@
 """Test helpers: invoking the Lambda handlers in-process with real events, and small factories."""
 
 import json
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext, http_api_event
@@ -108,3 +110,29 @@ def make_job(api: Api, owner: Who = BUSINESS, skills: list[str] | None = None) -
     assert reply.status == 201, reply.body
     job: dict[str, Any] = reply.body
     return job
+
+
+T = TypeVar("T")
+
+
+def in_parallel(calls: list[Callable[[], T]]) -> list[T | BaseException]:
+    """Run each call on its own thread, all released at the same instant by a barrier.
+
+    An exception a call raises is returned in its place, so the caller sees every outcome.
+    """
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = calls[i]()
+        except BaseException as error:
+            results[i] = error
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results

@@ -77,19 +77,19 @@ class DispatchResolver(APIGatewayHttpResolver):
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         access_key = event.get("routeKey", "")
         if access_key in self._access:
-            refused = self._gate(event, self._access[access_key])
+            caller = caller_from_event(event)
+            refused = self._gate(event, self._access[access_key], caller)
             if refused is not None:
                 code, details = refused
                 return _lambda_error(code, request_id_of(event, context), details)
-            self.context["caller"] = caller_from_event(event)
+            self.context["caller"] = caller
         return super().resolve(event, context)
 
     def _gate(
-        self, event: Mapping[str, Any], roles: frozenset[Role] | None
+        self, event: Mapping[str, Any], roles: frozenset[Role] | None, caller: Caller | None
     ) -> tuple[Code, list[dict[str, Any]] | None] | None:
         if roles is None:
             return None
-        caller = caller_from_event(event)
         if caller is None:
             return Code.UNAUTHORIZED, None
         if not caller.roles & roles:
@@ -116,7 +116,6 @@ class DispatchResolver(APIGatewayHttpResolver):
     ) -> Response[Any]:
         """Run `command` under the caller's Idempotency-Key; answer with it or its replay."""
         event = self.current_event
-        raw = raw_body(event.raw_event)
         request = idempotency.KeyedRequest(
             principal=self.caller.id,
             key=event.headers["idempotency-key"],
@@ -124,7 +123,7 @@ class DispatchResolver(APIGatewayHttpResolver):
                 event.request_context.http.method,
                 event.raw_event.get("routeKey", event.path),
                 dict(event.path_parameters or {}),
-                json.loads(raw) if raw.strip() else None,
+                event.json_body,  # parsed once, by the validation that already ran
             ),
             request_id=self.request_id,
         )

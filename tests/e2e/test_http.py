@@ -1,6 +1,5 @@
 """Over real HTTP against the local stack: races, idempotency, auth and bad input."""
 
-import threading
 import time
 import uuid
 from collections import Counter
@@ -12,7 +11,7 @@ import requests
 
 from dispatch.db import Connection
 from dispatch_local import tokens
-from tests.support import job_body
+from tests.support import in_parallel, job_body
 
 
 class Client:
@@ -32,22 +31,6 @@ class Client:
         return self.session.request(
             method, self.base + path, json=body, headers=headers, timeout=30
         )
-
-
-def in_parallel(calls: list[Any]) -> list[requests.Response]:
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(i: int) -> None:
-        barrier.wait()
-        results[i] = calls[i]()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 @pytest.fixture

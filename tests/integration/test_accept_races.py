@@ -2,10 +2,10 @@
 identity and its own connection, through the very database path the accept handler runs
 (idempotency key + conditional UPDATE + event, one transaction), repeated many times."""
 
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -13,30 +13,19 @@ from dispatch import db, idempotency
 from dispatch.errors import DispatchError
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob
-from tests.support import job_body
+from tests.support import in_parallel, job_body
 
 T = TypeVar("T")
 
 
-def together(calls: list[Callable[[db.Connection], T]], url: str) -> list[T]:
-    """Run every call on its own thread and connection, all released at the same instant."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(i: int) -> None:
-        with db.connect(url) as conn:
-            barrier.wait()
-            try:
-                results[i] = calls[i](conn)
-            except BaseException as error:
-                results[i] = error
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
+def together(calls: list[Callable[[db.Connection], T]], url: str) -> list[Any]:
+    """Every call on its own thread and its own connection (opened first), released at once."""
+    conns = [db.connect(url) for _ in calls]
+    try:
+        return in_parallel([partial(call, conn) for call, conn in zip(calls, conns, strict=True)])
+    finally:
+        for conn in conns:
+            conn.close()
 
 
 def accept_call(job_id: UUID, worker_id: str) -> Callable[[db.Connection], int]:

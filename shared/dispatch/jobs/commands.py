@@ -52,20 +52,22 @@ def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | No
 
 
 def _why_accept_failed(conn: Connection, params: dict[str, Any], version: int | None) -> Code:
-    facts = conn.execute(sql.ACCEPT_FAILURE_FACTS, params).fetchone()
-    if facts is None:
+    job = conn.execute(sql.ACCEPT_FAILURE_JOB, params).fetchone()
+    if job is None:
         return Code.NOT_FOUND
-    status = JobStatus(facts["status"])
+    status = JobStatus(job["status"])
     if status in FINISHED_STATUSES:
         return Code.JOB_UNAVAILABLE
-    if status in LIVE_STATUSES and not facts["lease_expired"]:
+    if status in LIVE_STATUSES and not job["lease_expired"]:
         # Tapping again on the job you already hold is not "taken by another worker".
-        return Code.WORKER_BUSY if facts["assignee_id"] == params["worker_id"] else Code.JOB_TAKEN
-    if version is not None and facts["version"] != version:
+        return Code.WORKER_BUSY if job["assignee_id"] == params["worker_id"] else Code.JOB_TAKEN
+    if version is not None and job["version"] != version:
         return Code.VERSION_CONFLICT
-    if not facts["has_skills"]:
+    worker = conn.execute(sql.ACCEPT_FAILURE_WORKER, params).fetchone()
+    assert worker is not None  # a SELECT without FROM always returns its one row
+    if not worker["has_skills"]:
         return Code.SKILLS_MISSING
-    if facts["worker_busy"]:
+    if worker["worker_busy"]:
         return Code.WORKER_BUSY
     # Claimable again by now: someone else won and already gave it back. Still a lost race.
     return Code.JOB_TAKEN

@@ -37,20 +37,22 @@ ACCEPT_JOB = with_event("""
     RETURNING *
 """)
 
-# Only on the failure path: one read that says why the accept matched zero rows.
-ACCEPT_FAILURE_FACTS = """
-SELECT j.status,
-       j.version,
-       j.assignee_id,
-       j.status = 'assigned' AND j.lease_expires_at <= now() AS lease_expired,
-       j.skills <@ coalesce(w.skills, '{}') AS has_skills,
+# Only on the failure path, and cheap first: the job's own state names the usual causes
+# (taken, finished, stale version, not found) with a primary-key read.
+ACCEPT_FAILURE_JOB = """
+SELECT status, version, assignee_id,
+       status = 'assigned' AND lease_expires_at <= now() AS lease_expired
+  FROM jobs WHERE id = %(job_id)s
+"""
+
+# Only when the job is still claimable: what about the worker stood in the way.
+ACCEPT_FAILURE_WORKER = """
+SELECT (SELECT skills FROM jobs WHERE id = %(job_id)s)
+           <@ coalesce((SELECT skills FROM workers WHERE id = %(worker_id)s), '{}') AS has_skills,
        EXISTS (SELECT 1 FROM jobs live
                 WHERE live.assignee_id = %(worker_id)s
                   AND live.status IN ('assigned', 'in_progress')
                   AND live.id <> %(job_id)s) AS worker_busy
-  FROM jobs j
-  LEFT JOIN workers w ON w.id = %(worker_id)s
- WHERE j.id = %(job_id)s
 """
 
 JOB_BY_ID = "SELECT * FROM jobs WHERE id = %(job_id)s"
