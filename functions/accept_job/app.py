@@ -14,13 +14,13 @@ from dispatch.observability import count
 from dispatch.openapi import answers
 
 app = DispatchResolver()
+NO_VERSION = AcceptJob()  # an empty body means {}
 
 
 @app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, responses=answers(200, Job))
-def accept_job(job_id: UUID, claim: Annotated[AcceptJob | None, Body()] = None) -> Response[Any]:
+def accept_job(job_id: UUID, claim: Annotated[AcceptJob, Body()] = NO_VERSION) -> Response[Any]:
     worker = app.caller
-    version = claim.version if claim else None
-    answer = app.idempotent(lambda conn: commands.accept_job(conn, job_id, worker.id, version))
+    answer = app.idempotent(lambda conn: commands.accept_job(conn, job_id, worker.id, claim.version))
     if not answer.headers.get("Idempotent-Replayed"):
         count("AcceptsWon" if answer.status_code == 200 else "AcceptsLost")
     return answer
