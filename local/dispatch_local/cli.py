@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 import sys
 import threading
 import time
@@ -56,6 +57,10 @@ def dev(args: argparse.Namespace) -> None:
     server = gateway.serve(stack, args.host, args.port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    # Ctrl-C or a plain kill both stop everything this command started (embedded servers
+    # included, by their exit hooks), even when a shell started us with SIGINT ignored.
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, _stop)
     print(
         f"Dispatch API on http://{args.host}:{args.port}  (OpenAPI: /openapi.json, docs: /docs)\n"
         f"  token: .venv/bin/dispatch token --sub worker-1 --role worker\n"
@@ -70,6 +75,10 @@ def dev(args: argparse.Namespace) -> None:
     finally:
         server.shutdown()
         stack.close()
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:

