@@ -13,7 +13,7 @@ from dispatch.config import settings
 from dispatch_local import REPO_ROOT
 from tests.support import Api
 
-TABLES = "jobs, job_events, idempotency_keys, workers"
+TABLES = "jobs, job_events, idempotency_keys, workers, photos"
 
 
 def _admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -44,6 +44,17 @@ def drop_database(admin_url: str, url: str) -> None:
     name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", autouse=True)
+def aws_stand_in() -> str:
+    """moto's server on loopback for the AWS APIs (S3 for photos); never for the database."""
+    from dispatch_local import embedded
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or embedded.aws()
+    embedded.use_aws_stand_in(endpoint)
+    embedded.ensure_bucket(os.environ.setdefault("PHOTO_BUCKET", "dispatch-photos-test"))
+    return endpoint
 
 
 @pytest.fixture(scope="session")

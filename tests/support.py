@@ -136,3 +136,56 @@ def in_parallel(calls: list[Callable[[], T]]) -> list[T | BaseException]:
     for t in threads:
         t.join()
     return results
+
+
+def upload_photo(api: Api, who: Who) -> str:
+    """A photo slot for `who`, with a real upload to the S3 stand-in."""
+    import requests
+
+    reply = api.call("POST", "/photos", who, {"content_type": "image/jpeg"})
+    assert reply.status == 201, reply.body
+    put = requests.put(
+        reply.body["upload_url"],
+        data=b"\xff\xd8\xff\xe0 not really a jpeg",
+        headers={"Content-Type": "image/jpeg"},
+        timeout=10,
+    )
+    assert put.status_code == 200, put.text
+    photo_id: str = reply.body["photo_id"]
+    return photo_id
+
+
+def step(api: Api, job: dict[str, Any], who: Who, event: str) -> dict[str, Any]:
+    reply = api.call(
+        "POST", f"/jobs/{job['id']}/transitions", who, {"event": event, "version": job["version"]}
+    )
+    assert reply.status == 200, reply.body
+    moved: dict[str, Any] = reply.body
+    return moved
+
+
+def attach(api: Api, job: dict[str, Any], who: Who, slot: str) -> dict[str, Any]:
+    photo = upload_photo(api, who)
+    reply = api.call("PUT", f"/jobs/{job['id']}/photos/{slot}", who, {"photo_id": photo})
+    assert reply.status == 200, reply.body
+    attached: dict[str, Any] = reply.body
+    return attached
+
+
+def walk_to(api: Api, status: str, holder: Who, owner: Who = BUSINESS) -> dict[str, Any]:
+    """A job brought to `status` through the API, the way people would get it there."""
+    job = make_job(api, owner)
+    if status == "open":
+        return job
+    if status == "cancelled":
+        return step(api, job, owner, "cancel")
+    make_worker(api, holder)
+    job = api.call("POST", f"/jobs/{job['id']}/accept", holder, {}).body
+    job = attach(api, job, holder, "before")
+    if status == "assigned":
+        return job
+    job = step(api, job, holder, "start")
+    job = attach(api, job, holder, "after")
+    if status == "in_progress":
+        return job
+    return step(api, job, holder, "complete")

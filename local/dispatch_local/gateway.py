@@ -11,7 +11,10 @@ import base64
 import json
 import multiprocessing
 import signal
+import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +22,16 @@ from urllib.parse import urlsplit
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext, http_api_event
-from dispatch_local.template import Route, find, handler_of, load_module, routes
+from dispatch_local.template import (
+    Function,
+    Route,
+    Schedule,
+    find,
+    handler_of,
+    load_module,
+    routes,
+    schedules,
+)
 
 # API Gateway refuses payloads over 10 MB itself; the handlers' own limit is far lower.
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -38,9 +50,21 @@ def _environment_started() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def invoke(route: Route, event: dict[str, Any]) -> dict[str, Any]:
+def invoke(function: Function, event: dict[str, Any], timeout_seconds: int = 29) -> Any:
     """Runs inside an execution environment (a pool process)."""
-    return handler_of(route)(event, LambdaContext(function_name=route.function))
+    context = LambdaContext(function_name=function.function, timeout_seconds=timeout_seconds)
+    return handler_of(function)(event, context)
+
+
+def scheduled_event(schedule: Schedule) -> dict[str, Any]:
+    """What EventBridge Scheduler hands a function with no Input of its own."""
+    return {
+        "source": "dispatch.local.scheduler",
+        "detail-type": "Scheduled Event",
+        "time": datetime.now(UTC).isoformat(),
+        "resources": [f"local-schedule/{schedule.function}"],
+        "detail": {},
+    }
 
 
 def openapi_document(all_routes: list[Route]) -> dict[str, Any]:
@@ -76,6 +100,8 @@ def openapi_document(all_routes: list[Route]) -> dict[str, Any]:
 class Gateway:
     def __init__(self, environments: int = 8) -> None:
         self.routes = routes()
+        self.schedules = schedules()
+        self._stop = threading.Event()
         self.pool = ProcessPoolExecutor(
             max_workers=environments,
             mp_context=multiprocessing.get_context("spawn"),
@@ -89,7 +115,22 @@ class Gateway:
         return self._openapi
 
     def close(self) -> None:
+        self._stop.set()
         self.pool.shutdown(cancel_futures=True)
+
+    def run_schedules(self, every: Callable[[Schedule], int]) -> None:
+        """Invoke each scheduled function on its period, one run at a time, until close()."""
+
+        def loop(schedule: Schedule) -> None:
+            while not self._stop.wait(every(schedule)):
+                try:
+                    result = self.pool.submit(invoke, schedule, scheduled_event(schedule), 60)
+                    print(f"{schedule.function}: {result.result()}", flush=True)
+                except Exception as error:  # a failed run is retried by the next one
+                    print(f"{schedule.function} failed: {error!r}", flush=True)
+
+        for schedule in self.schedules:
+            threading.Thread(target=loop, args=(schedule,), daemon=True).start()
 
     def handle(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes

@@ -41,12 +41,16 @@ def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Route:
-    method: str
-    path: str  # API Gateway form: /jobs/{job_id}
+class Function:
     function: str  # logical id
     code_uri: Path
     handler: str  # module.function
+
+
+@dataclass(frozen=True)
+class Route(Function):
+    method: str
+    path: str  # API Gateway form: /jobs/{job_id}
     authorized: bool  # False when the event says Auth: Authorizer: NONE
 
     @property
@@ -92,6 +96,41 @@ def routes(template: dict[str, Any] | None = None) -> list[Route]:
     return sorted(found, key=lambda r: (r.path.count("{"), r.path))
 
 
+@dataclass(frozen=True)
+class Schedule(Function):
+    every_seconds: int
+
+
+RATE = re.compile(r"^rate\((\d+) (second|minute|hour|day)s?\)$")
+UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+
+def schedules(template: dict[str, Any] | None = None) -> list[Schedule]:
+    """Every Schedule / ScheduleV2 event with a rate() expression."""
+    template = template or load_template()
+    found: list[Schedule] = []
+    for logical_id, resource in template.get("Resources", {}).items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        props = resource.get("Properties", {})
+        for event in (props.get("Events") or {}).values():
+            if event.get("Type") not in ("Schedule", "ScheduleV2"):
+                continue
+            expression = str(event.get("Properties", {}).get("ScheduleExpression", ""))
+            rate = RATE.match(expression)
+            if rate is None:
+                raise ValueError(f"{logical_id}: only rate() schedules run locally: {expression}")
+            found.append(
+                Schedule(
+                    function=logical_id,
+                    code_uri=(REPO_ROOT / str(props["CodeUri"])).resolve(),
+                    handler=str(props.get("Handler", "app.lambda_handler")),
+                    every_seconds=int(rate.group(1)) * UNIT_SECONDS[rate.group(2)],
+                )
+            )
+    return found
+
+
 def find(all_routes: list[Route], method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     for route in all_routes:
         params = route.match(method, path)
@@ -112,9 +151,9 @@ def load_module(code_uri: Path, module_name: str) -> ModuleType:
     return module
 
 
-def handler_of(route: Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    module_name, function_name = route.handler.rsplit(".", 1)
-    handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(
-        load_module(route.code_uri, module_name), function_name
+def handler_of(function: Function) -> Callable[[dict[str, Any], Any], Any]:
+    module_name, function_name = function.handler.rsplit(".", 1)
+    handler: Callable[[dict[str, Any], Any], Any] = getattr(
+        load_module(function.code_uri, module_name), function_name
     )
     return handler

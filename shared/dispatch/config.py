@@ -21,6 +21,10 @@ class Settings(BaseSettings):
     lock_timeout_ms: int = Field(2000, gt=0, validation_alias="DISPATCH_LOCK_TIMEOUT_MS")
     max_body_bytes: int = Field(16_384, gt=0, validation_alias="DISPATCH_MAX_BODY_BYTES")
     idempotency_ttl_hours: int = Field(24, gt=0, validation_alias="DISPATCH_IDEMPOTENCY_TTL_HOURS")
+    # Expired leases reopened per sweeper transaction (see bench/sweeper.py for the choice).
+    sweep_batch_size: int = Field(500, gt=0, validation_alias="DISPATCH_SWEEP_BATCH_SIZE")
+    photo_bucket: str = Field("dispatch-photos-local", validation_alias="PHOTO_BUCKET")
+    photo_upload_seconds: int = Field(900, gt=0, validation_alias="DISPATCH_PHOTO_UPLOAD_SECONDS")
 
 
 @cache

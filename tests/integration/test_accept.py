@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dispatch.db import Connection
-from tests.support import BUSINESS, Api, make_job, make_worker, worker
+from tests.support import BUSINESS, Api, make_job, make_worker, walk_to, worker
 
 
 def accept(api: Api, job_id: str, who: tuple[str, str], body: object = None) -> tuple[int, object]:
@@ -59,14 +59,9 @@ def test_taking_the_same_job_twice_is_busy_not_taken(api: Api) -> None:
 
 
 @pytest.mark.parametrize("status", ["cancelled", "completed"])
-def test_finished_jobs_are_unavailable_not_taken(api: Api, conn: Connection, status: str) -> None:
-    job = make_job(api)
+def test_finished_jobs_are_unavailable_not_taken(api: Api, status: str) -> None:
+    job = walk_to(api, status, holder=worker(9))
     make_worker(api, worker(1))
-    assignee = "worker-9" if status == "completed" else None
-    conn.execute(
-        "UPDATE jobs SET status = %s, assignee_id = %s WHERE id = %s",
-        (status, assignee, job["id"]),
-    )
     assert accept(api, job["id"], worker(1)) == (409, "JOB_UNAVAILABLE")
 
 

@@ -57,21 +57,33 @@ def test_illegal_job_rows_are_refused(
 def test_one_live_job_per_worker(conn: Connection) -> None:
     first = conn.execute(JOB).fetchone()
     second = conn.execute(JOB).fetchone()
-    assert first and second
-    take = """UPDATE jobs SET status = %(status)s, assignee_id = 'w-1',
-                  lease_expires_at = CASE WHEN %(status)s = 'assigned' THEN now() END
+    assert first
+    assert second
+    take = """UPDATE jobs SET status = 'assigned', assignee_id = 'w-1', lease_expires_at = now()
               WHERE id = %(id)s"""
-    conn.execute(take, {"status": "assigned", "id": first["id"]})
-    refused(conn, take, {"status": "assigned", "id": second["id"]}, "jobs_one_live_job_per_worker")
-    refused(
-        conn, take, {"status": "in_progress", "id": second["id"]}, "jobs_one_live_job_per_worker"
-    )
-    # A finished job does not count as live.
+    conn.execute(take, {"id": first["id"]})
+    refused(conn, take, {"id": second["id"]}, "jobs_one_live_job_per_worker")
+    # In progress is live too.
+    photo = conn.execute(
+        "INSERT INTO photos (owner_id, s3_key, content_type) VALUES ('w-1', 'k', 'image/jpeg') "
+        "RETURNING id"
+    ).fetchone()
+    assert photo
     conn.execute(
-        "UPDATE jobs SET status = 'completed', lease_expires_at = NULL WHERE id = %(id)s",
+        "UPDATE jobs SET before_photo_id = %(photo)s WHERE id = %(id)s",
+        {"photo": photo["id"], "id": first["id"]},
+    )
+    conn.execute(
+        "UPDATE jobs SET status = 'in_progress', lease_expires_at = NULL WHERE id = %(id)s",
         {"id": first["id"]},
     )
-    conn.execute(take, {"status": "assigned", "id": second["id"]})
+    refused(conn, take, {"id": second["id"]}, "jobs_one_live_job_per_worker")
+    # A finished job does not count as live.
+    conn.execute(
+        "UPDATE jobs SET status = 'cancelled', assignee_id = NULL WHERE id = %(id)s",
+        {"id": first["id"]},
+    )
+    conn.execute(take, {"id": second["id"]})
 
 
 def test_one_event_per_job_version(conn: Connection, job_id: Any) -> None:

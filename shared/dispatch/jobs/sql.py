@@ -23,6 +23,7 @@ ACCEPT_JOB = with_event("""
     UPDATE jobs
        SET status = 'assigned',
            assignee_id = %(worker_id)s,
+           before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
            lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
            version = version + 1,
            updated_at = now()
@@ -61,3 +62,83 @@ EVENTS_OF_JOB = """
 SELECT id, job_id, type, version, actor, occurred_at, data
   FROM job_events WHERE job_id = %(job_id)s ORDER BY version
 """
+
+# A transition: one conditional UPDATE keyed on the id, the allowed source statuses, the
+# version the actor holds (the fencing token), the actor, and the photo the target needs.
+# Going back to open or to cancelled clears the assignee, the lease and the before photo
+# (evidence belongs to an assignment); assigned (check-in) renews the lease; any other
+# target ends it. jobs_photo_gate and the photo triggers refuse the same things again.
+TRANSITION_JOB = with_event("""
+    UPDATE jobs
+       SET status = %(target)s,
+           assignee_id = CASE WHEN %(target)s IN ('open', 'cancelled') THEN NULL
+                              ELSE assignee_id END,
+           before_photo_id = CASE WHEN %(target)s IN ('open', 'cancelled') THEN NULL
+                                  ELSE before_photo_id END,
+           lease_expires_at = CASE WHEN %(target)s = 'assigned'
+                                   THEN now() + make_interval(secs => %(lease_seconds)s) END,
+           version = version + 1,
+           updated_at = now()
+     WHERE id = %(job_id)s
+       AND status = ANY(%(sources)s::text[])
+       AND version = %(version)s
+       AND CASE %(actor_kind)s WHEN 'assignee' THEN assignee_id = %(actor)s
+                               ELSE business_id = %(actor)s END
+       AND (%(needs)s::text IS DISTINCT FROM 'before' OR before_photo_id IS NOT NULL)
+       AND (%(needs)s::text IS DISTINCT FROM 'after' OR after_photo_id IS NOT NULL)
+    RETURNING *
+""")
+
+# Only on the failure path of a transition or a photo attach: the job as the caller may know it.
+# `acted` tells whether the caller ever acted on the job (a past assignee may learn that it
+# moved on; a stranger only ever hears NOT_FOUND).
+TRANSITION_FAILURE_FACTS = """
+SELECT j.status, j.version, j.assignee_id, j.business_id,
+       j.before_photo_id, j.after_photo_id,
+       EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.actor = %(actor)s) AS acted
+  FROM jobs j WHERE j.id = %(job_id)s
+"""
+
+# Attach a photo to its slot: the caller holds the job, the slot is open (before: assigned,
+# after: in progress), the photo is the caller's, and it is not already the other photo.
+ATTACH_PHOTO = with_event("""
+    UPDATE jobs
+       SET before_photo_id = CASE WHEN %(slot)s = 'before' THEN %(photo_id)s::uuid
+                                  ELSE before_photo_id END,
+           after_photo_id = CASE WHEN %(slot)s = 'after' THEN %(photo_id)s::uuid
+                                 ELSE after_photo_id END,
+           version = version + 1,
+           updated_at = now()
+     WHERE id = %(job_id)s
+       AND assignee_id = %(actor)s
+       AND status = %(slot_status)s
+       AND EXISTS (SELECT 1 FROM photos p WHERE p.id = %(photo_id)s AND p.owner_id = %(actor)s)
+       AND %(photo_id)s::uuid IS DISTINCT FROM
+           (CASE WHEN %(slot)s = 'before' THEN after_photo_id ELSE before_photo_id END)
+    RETURNING *
+""")
+
+PHOTO_OWNER = "SELECT owner_id FROM photos WHERE id = %(photo_id)s"
+
+# The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping
+# sweepers never wait for or double-process each other, reopened by a conditional UPDATE that
+# checks the lease again (never read-then-write: the WHERE decides, as River's rescuer learned).
+REOPEN_EXPIRED = with_event("""
+    UPDATE jobs j
+       SET status = 'open',
+           assignee_id = NULL,
+           before_photo_id = NULL,
+           lease_expires_at = NULL,
+           version = j.version + 1,
+           updated_at = now()
+      FROM (SELECT id, assignee_id AS previous_assignee_id
+              FROM jobs
+             WHERE status = 'assigned' AND lease_expires_at <= now()
+             ORDER BY lease_expires_at
+             LIMIT %(batch_size)s
+               FOR UPDATE SKIP LOCKED) expired
+     WHERE j.id = expired.id
+       AND j.status = 'assigned'
+       AND j.lease_expires_at <= now()
+    RETURNING j.*, expired.previous_assignee_id
+""")

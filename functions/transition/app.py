@@ -1,0 +1,49 @@
+"""A job's life after the claim: transitions (check-in, start, complete, release, cancel) and
+photo evidence (an upload slot, and attaching a photo to the before or after slot)."""
+
+from typing import Any
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import Response
+
+from dispatch import photos
+from dispatch.auth import Role
+from dispatch.http import DispatchResolver, entrypoint
+from dispatch.jobs import commands
+from dispatch.jobs.lifecycle import Photo, TransitionRequest
+from dispatch.jobs.models import Job
+from dispatch.openapi import answers
+
+app = DispatchResolver()
+
+
+@app.endpoint(
+    "POST",
+    "/jobs/<job_id>/transitions",
+    roles={Role.WORKER, Role.BUSINESS},
+    responses=answers(200, Job),
+)
+def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
+    caller = app.caller
+    return app.idempotent(
+        lambda conn: commands.transition(conn, job_id, caller, request.event, request.version)
+    )
+
+
+@app.endpoint("POST", "/photos", roles={Role.WORKER}, responses=answers(201, photos.PhotoUpload))
+def create_photo(request: photos.PhotoRequest) -> Response[Any]:
+    worker = app.caller
+    return app.idempotent(lambda conn: photos.create_upload(conn, worker.id, request), status=201)
+
+
+@app.endpoint(
+    "PUT", "/jobs/<job_id>/photos/<slot>", roles={Role.WORKER}, responses=answers(200, Job)
+)
+def attach_photo(job_id: UUID, slot: Photo, request: photos.AttachPhoto) -> Response[Any]:
+    worker = app.caller
+    return app.idempotent(
+        lambda conn: commands.attach_photo(conn, job_id, worker.id, slot, request.photo_id)
+    )
+
+
+lambda_handler = entrypoint(app)
