@@ -166,14 +166,14 @@ def test_database_freezes_slots_past_their_stage(api: Api, conn: Connection) -> 
     refused(
         conn,
         "UPDATE jobs SET after_photo_id = %s WHERE id = %s",
-        (photo_row(conn, "w-3"), done["id"]),
+        (photo_row(conn, worker("w-3")[0]), done["id"]),
         "jobs_after_photo_frozen",
     )
     assigned = walk_to(api, "assigned", holder=worker("w-4"))
     refused(
         conn,
         "UPDATE jobs SET after_photo_id = %s WHERE id = %s",
-        (photo_row(conn, "w-4"), assigned["id"]),
+        (photo_row(conn, worker("w-4")[0]), assigned["id"]),
         "jobs_after_photo_frozen",
     )
 
