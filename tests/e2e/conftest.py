@@ -24,12 +24,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    home: Path = tmp_path_factory.mktemp("stack-home")
+def start_stack(
+    database_url: str, home: Path, **environment: str
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """`dispatch dev` on a free port; returns its base URL once /health answers."""
     os.environ.setdefault("DISPATCH_JWT_SECRET", secrets.token_hex(32))
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "DISPATCH_HOME": str(home)}
+    env = {**os.environ, "DATABASE_URL": database_url, "DISPATCH_HOME": str(home), **environment}
     log = (home / "stack.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "dispatch_local.cli", "dev", "--port", str(port)],
@@ -38,24 +39,45 @@ def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    log.close()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
         try:
             if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                break
+                return url, process
         except requests.ConnectionError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             raise RuntimeError((home / "stack.log").read_text()[-4000:])
         time.sleep(POLL_SECONDS)
-    yield url
+
+
+def stop_stack(process: subprocess.Popen[bytes]) -> None:
     process.send_signal(signal.SIGINT)  # what Ctrl-C does
     try:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
         raise
-    finally:
-        log.close()
+
+
+@pytest.fixture(scope="session")
+def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url, process = start_stack(database_url, tmp_path_factory.mktemp("stack-home"))
+    yield url
+    stop_stack(process)
+
+
+@pytest.fixture(scope="session")
+def short_lease_stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A stack whose leases last 3 s and whose sweeper passes every second."""
+    url, process = start_stack(
+        database_url,
+        tmp_path_factory.mktemp("short-lease-home"),
+        DISPATCH_LEASE_SECONDS="3",
+        DISPATCH_SWEEP_INTERVAL_SECONDS="1",
+    )
+    yield url
+    stop_stack(process)

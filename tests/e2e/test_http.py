@@ -1,7 +1,6 @@
 """Over real HTTP against the local stack: races, idempotency, auth and bad input."""
 
 import time
-import uuid
 from collections import Counter
 from typing import Any
 
@@ -11,26 +10,8 @@ import requests
 
 from dispatch.db import Connection
 from dispatch_local import tokens
+from tests.e2e.client import Client
 from tests.support import in_parallel, job_body
-
-
-class Client:
-    """One person on one phone: their own token and their own HTTP connection."""
-
-    def __init__(self, base: str, sub: str, role: str) -> None:
-        self.base, self.sub = base, sub
-        self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {tokens.issue(sub, role)}"
-
-    def send(
-        self, method: str, path: str, body: Any = None, key: str | None = "auto"
-    ) -> requests.Response:
-        headers = {}
-        if key is not None:
-            headers["Idempotency-Key"] = str(uuid.uuid4()) if key == "auto" else key
-        return self.session.request(
-            method, self.base + path, json=body, headers=headers, timeout=30
-        )
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ SERVED = {
     "POST /jobs/{job_id}/accept",
     "PUT /workers/me",
     "GET /health",
+    "POST /jobs/{job_id}/transitions",
+    "POST /photos",
+    "PUT /jobs/{job_id}/photos/{slot}",
 }
 
 
@@ -50,7 +53,12 @@ def test_functions_live_where_the_layout_says() -> None:
     }
     for uri in uris:
         assert (REPO_ROOT / uri / "app.py").exists(), uri
-    for required in ("functions/create_job/", "functions/accept_job/"):
+    for required in (
+        "functions/create_job/",
+        "functions/accept_job/",
+        "functions/transition/",
+        "functions/lease_sweeper/",
+    ):
         assert required in uris
 
 
@@ -68,3 +76,9 @@ def test_handlers_import_nothing_from_the_local_stack() -> None:
         (REPO_ROOT / "shared").rglob("*.py")
     ):
         assert not re.search(r"^\s*(from|import) dispatch_local", path.read_text(), re.M), path
+
+
+def test_the_sweeper_runs_every_minute() -> None:
+    from dispatch_local.template import schedules
+
+    assert [(s.function, s.every_seconds) for s in schedules()] == [("LeaseSweeperFunction", 60)]
