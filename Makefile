@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck unit install bench-accept cfn-lint clean
+.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper cfn-lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,3 +40,7 @@ bench-accept: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .dispatch .pytest_cache .mypy_cache .ruff_cache
+
+## Sweeper benchmark: reopen 100k expired leases; accept p99 during the sweep vs idle.
+bench-sweeper: $(STAMP)
+	$(BIN)/python -m bench.sweeper

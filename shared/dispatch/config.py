@@ -22,7 +22,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(16_384, gt=0, validation_alias="DISPATCH_MAX_BODY_BYTES")
     idempotency_ttl_hours: int = Field(24, gt=0, validation_alias="DISPATCH_IDEMPOTENCY_TTL_HOURS")
     # Expired leases reopened per sweeper transaction (see bench/sweeper.py for the choice).
-    sweep_batch_size: int = Field(500, gt=0, validation_alias="DISPATCH_SWEEP_BATCH_SIZE")
+    sweep_batch_size: int = Field(100, gt=0, validation_alias="DISPATCH_SWEEP_BATCH_SIZE")
+    # Share of wall time the sweeper works through a backlog; it rests the remainder.
+    sweep_duty: float = Field(0.25, gt=0, le=1, validation_alias="DISPATCH_SWEEP_DUTY")
     photo_bucket: str = Field("dispatch-photos-local", validation_alias="PHOTO_BUCKET")
     photo_upload_seconds: int = Field(900, gt=0, validation_alias="DISPATCH_PHOTO_UPLOAD_SECONDS")
 

@@ -53,7 +53,7 @@ CATALOGUE: dict[Code, Spec] = {
     Code.WORKER_BUSY: Spec(
         409, "You already hold a job. Finish or release it before taking another."
     ),
-    Code.PHOTO_SLOT_CLOSED: Spec(409, "This photo can no longer be changed at this stage."),
+    Code.PHOTO_SLOT_CLOSED: Spec(409, "This photo slot is not open at this stage of the job."),
     Code.SKILLS_MISSING: Spec(403, "This job needs skills your profile does not list yet."),
     Code.BEFORE_PHOTO_REQUIRED: Spec(409, "Add a 'before' photo before you start the job."),
     Code.AFTER_PHOTO_REQUIRED: Spec(409, "Add an 'after' photo before you complete the job."),

@@ -5,6 +5,7 @@ expired jobs visible as open again, tells the old holder's version it is dead, a
 `job.reopened` events that start a new round of offers.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,14 +23,21 @@ class SweepReport:
 
 
 def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> SweepReport:
-    """Reopen batch after batch until a batch comes back short or time runs out."""
-    batch_size = settings().sweep_batch_size
+    """Reopen batch after batch until a batch comes back short or time runs out.
+
+    Between full batches the sweeper rests in proportion to the work it just did (it works
+    `DISPATCH_SWEEP_DUTY` of the time), so that a large backlog never crowds out the accepts
+    and check-ins that the market is making at the same moment.
+    """
+    batch_size, duty = settings().sweep_batch_size, settings().sweep_duty
     reopened = batches = 0
     while keep_going():
+        began = time.monotonic()
         batch = commands.reopen_expired(conn, batch_size)
         batches += 1
         reopened += len(batch)
         if len(batch) < batch_size:
             break
+        time.sleep((time.monotonic() - began) * (1 / duty - 1))
     expired = idempotency.expire(conn, settings().idempotency_ttl_hours)
     return SweepReport(reopened=reopened, batches=batches, expired_keys=expired)
