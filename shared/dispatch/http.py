@@ -83,6 +83,10 @@ class DispatchResolver(APIGatewayHttpResolver):
                 code, details = refused
                 return _lambda_error(code, request_id_of(event, context), details)
             self.context["caller"] = caller
+        if event.get("body"):
+            # The API speaks JSON only: a body is read as JSON whatever Content-Type says
+            # (curl's default form type included), never as a form or a 500.
+            event = {**event, "headers": {**(event.get("headers") or {}), "content-type": JSON}}
         return super().resolve(event, context)
 
     def _gate(

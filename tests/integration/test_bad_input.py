@@ -138,3 +138,17 @@ def test_sql_in_strings_is_just_text(api: Api, conn: Connection) -> None:
     job = make_job(api, skills=[evil])
     assert job["skills"] == [evil]
     assert api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {}).status == 200
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data", ""]
+)
+def test_a_body_is_json_whatever_its_content_type_says(
+    api: Api, conn: Connection, content_type: str
+) -> None:
+    reply = api.call("POST", "/jobs", BUSINESS, job_body(), headers={"content-type": content_type})
+    assert reply.status == 201, reply.body
+    broken = api.call(
+        "POST", "/jobs", BUSINESS, raw=b"a=1&b=2", headers={"content-type": content_type}
+    )
+    assert_contract_error(broken, 400, "VALIDATION_FAILED")
