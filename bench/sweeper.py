@@ -28,6 +28,7 @@ from dispatch.jobs import commands
 from dispatch.sweeper import SweepReport, sweep
 
 RESULTS = Path(__file__).parent / "results"
+WARM_UP_SECONDS = 0.2
 
 SETUP = [
     "TRUNCATE jobs, job_events, idempotency_keys, workers, photos CASCADE",
@@ -132,7 +133,7 @@ def sweep_under_load(
 
     takers = threading.Thread(target=take)
     takers.start()
-    time.sleep(0.2)  # the market is busy before the sweep starts
+    time.sleep(WARM_UP_SECONDS)  # the market is busy before the sweep starts
     with db.connect(url) as conn:
         t0 = time.perf_counter()
         result = sweep(conn)

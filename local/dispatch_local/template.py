@@ -5,7 +5,7 @@ The template is the one list of routes; the local stack and the tests read it fr
 
 import importlib.util
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -70,28 +70,37 @@ class Route(Function):
         return found.groupdict() if found else None
 
 
-def routes(template: dict[str, Any] | None = None) -> list[Route]:
+def _events(
+    template: dict[str, Any] | None, types: tuple[str, ...]
+) -> Iterator[tuple[Function, dict[str, Any]]]:
+    """Each event of the given types, with the function it triggers."""
     template = template or load_template()
-    found: list[Route] = []
     for logical_id, resource in template.get("Resources", {}).items():
         if resource.get("Type") != "AWS::Serverless::Function":
             continue
         props = resource.get("Properties", {})
+        function = Function(
+            function=logical_id,
+            code_uri=(REPO_ROOT / str(props["CodeUri"])).resolve(),
+            handler=str(props.get("Handler", "app.lambda_handler")),
+        )
         for event in (props.get("Events") or {}).values():
-            if event.get("Type") != "HttpApi":
-                continue
-            event_props = event.get("Properties", {})
-            auth = (event_props.get("Auth") or {}).get("Authorizer")
-            found.append(
-                Route(
-                    method=str(event_props["Method"]).upper(),
-                    path=str(event_props["Path"]),
-                    function=logical_id,
-                    code_uri=(REPO_ROOT / str(props["CodeUri"])).resolve(),
-                    handler=str(props.get("Handler", "app.lambda_handler")),
-                    authorized=auth != "NONE",
-                )
+            if event.get("Type") in types:
+                yield function, event.get("Properties", {})
+
+
+def routes(template: dict[str, Any] | None = None) -> list[Route]:
+    found: list[Route] = []
+    for function, event in _events(template, ("HttpApi",)):
+        auth = (event.get("Auth") or {}).get("Authorizer")
+        found.append(
+            Route(
+                **vars(function),
+                method=str(event["Method"]).upper(),
+                path=str(event["Path"]),
+                authorized=auth != "NONE",
             )
+        )
     # Literal segments before parameters, as API Gateway prefers the most specific route.
     return sorted(found, key=lambda r: (r.path.count("{"), r.path))
 
@@ -107,27 +116,14 @@ UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
 def schedules(template: dict[str, Any] | None = None) -> list[Schedule]:
     """Every Schedule / ScheduleV2 event with a rate() expression."""
-    template = template or load_template()
     found: list[Schedule] = []
-    for logical_id, resource in template.get("Resources", {}).items():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        props = resource.get("Properties", {})
-        for event in (props.get("Events") or {}).values():
-            if event.get("Type") not in ("Schedule", "ScheduleV2"):
-                continue
-            expression = str(event.get("Properties", {}).get("ScheduleExpression", ""))
-            rate = RATE.match(expression)
-            if rate is None:
-                raise ValueError(f"{logical_id}: only rate() schedules run locally: {expression}")
-            found.append(
-                Schedule(
-                    function=logical_id,
-                    code_uri=(REPO_ROOT / str(props["CodeUri"])).resolve(),
-                    handler=str(props.get("Handler", "app.lambda_handler")),
-                    every_seconds=int(rate.group(1)) * UNIT_SECONDS[rate.group(2)],
-                )
-            )
+    for function, event in _events(template, ("Schedule", "ScheduleV2")):
+        expression = str(event.get("ScheduleExpression", ""))
+        rate = RATE.match(expression)
+        if rate is None:
+            raise ValueError(f"{function.function}: only rate() runs locally: {expression}")
+        every = int(rate.group(1)) * UNIT_SECONDS[rate.group(2)]
+        found.append(Schedule(**vars(function), every_seconds=every))
     return found
 
 

@@ -1,18 +1,6 @@
 """A tiny run of the accept benchmark, so it never rots. No timing is asserted here."""
 
-from collections.abc import Iterator
-
-import pytest
-
 from bench import accept
-from tests.conftest import create_database, drop_database
-
-
-@pytest.fixture
-def bench_url(admin_url: str) -> Iterator[str]:
-    url = create_database(admin_url)
-    yield url
-    drop_database(admin_url, url)
 
 
 def test_every_design_runs_and_each_job_gets_exactly_one_winner(bench_url: str) -> None:

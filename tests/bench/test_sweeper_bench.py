@@ -1,18 +1,6 @@
 """A tiny run of the sweeper benchmark, so it never rots. No timing is asserted here."""
 
-from collections.abc import Iterator
-
-import pytest
-
 from bench import sweeper
-from tests.conftest import create_database, drop_database
-
-
-@pytest.fixture
-def bench_url(admin_url: str) -> Iterator[str]:
-    url = create_database(admin_url)
-    yield url
-    drop_database(admin_url, url)
 
 
 def test_the_sweep_reopens_everything_while_accepts_go_on(bench_url: str) -> None:
