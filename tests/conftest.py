@@ -13,7 +13,7 @@ from dispatch.config import settings
 from dispatch_local import REPO_ROOT
 from tests.support import Api
 
-TABLES = "jobs, job_events, idempotency_keys, workers, photos"
+TABLES = "jobs, job_events, idempotency_keys, workers, photos, consumed_events"
 
 
 def _admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -54,6 +54,8 @@ def aws_stand_in() -> str:
     endpoint = os.environ.get("AWS_ENDPOINT_URL") or embedded.aws()
     embedded.use_aws_stand_in(endpoint)
     embedded.ensure_bucket(os.environ.setdefault("PHOTO_BUCKET", "dispatch-photos-test"))
+    os.environ.setdefault("EVENT_BUS_NAME", "dispatch-test")
+    os.environ.setdefault("OUTBOX_QUEUE_URL", embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"]))
     return endpoint
 
 

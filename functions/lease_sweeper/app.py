@@ -1,11 +1,13 @@
-"""Scheduled every minute: reopen expired assignments, remove idempotency keys past 24 hours."""
+"""Scheduled every minute: reopen expired assignments, remove idempotency keys past 24 hours,
+and relay to the queue whatever events a crash or an SQS outage left unpublished."""
 
 from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db
+from dispatch import db, relay
+from dispatch.config import settings
 from dispatch.observability import count, logger, metrics
 from dispatch.sweeper import sweep
 
@@ -15,9 +17,15 @@ SAFETY_MARGIN_MS = 5_000  # stop starting batches this long before the function 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    report = db.run(
-        lambda conn: sweep(conn, lambda: context.get_remaining_time_in_millis() > SAFETY_MARGIN_MS)
-    )
+    def time_left() -> bool:
+        return context.get_remaining_time_in_millis() > SAFETY_MARGIN_MS
+
+    report = db.run(lambda conn: sweep(conn, time_left))
     count("LeasesReopened", report.reopened)
-    logger.info("sweep done", extra=asdict(report))
-    return asdict(report)
+    relayed = (
+        db.run(lambda conn: relay.catch_up(conn, relay.sqs_send, time_left))
+        if settings().outbox_queue_url
+        else 0
+    )
+    logger.info("sweep done", extra={**asdict(report), "relayed": relayed})
+    return {**asdict(report), "relayed": relayed}

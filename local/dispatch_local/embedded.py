@@ -88,3 +88,31 @@ def ensure_bucket(name: str) -> None:
     existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
     if name not in existing:
         s3.create_bucket(Bucket=name)
+
+
+OUTBOX_QUEUE = "dispatch-outbox.fifo"
+OUTBOX_DLQ = "dispatch-outbox-dlq.fifo"
+MAX_RECEIVES = 5
+
+
+def ensure_outbox(bus_name: str) -> str:
+    """The FIFO outbox queue (with its dead-letter queue) and the event bus; the queue's URL."""
+    import json as _json
+
+    import boto3
+
+    sqs = boto3.client("sqs")
+    fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+    dlq_url = sqs.create_queue(QueueName=OUTBOX_DLQ, Attributes=fifo)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}
+    queue_url: str = sqs.create_queue(
+        QueueName=OUTBOX_QUEUE,
+        Attributes={**fifo, "VisibilityTimeout": "60", "RedrivePolicy": _json.dumps(redrive)},
+    )["QueueUrl"]
+    events = boto3.client("events")
+    if bus_name not in {b["Name"] for b in events.list_event_buses()["EventBuses"]}:
+        events.create_event_bus(Name=bus_name)
+    return queue_url

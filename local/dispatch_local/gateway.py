@@ -24,11 +24,13 @@ from dispatch_local import tokens
 from dispatch_local.events import LambdaContext, http_api_event
 from dispatch_local.template import (
     Function,
+    QueueConsumer,
     Route,
     Schedule,
     find,
     handler_of,
     load_module,
+    queue_consumers,
     routes,
     schedules,
 )
@@ -101,6 +103,7 @@ class Gateway:
     def __init__(self, environments: int = 8) -> None:
         self.routes = routes()
         self.schedules = schedules()
+        self.consumers = queue_consumers()
         self._stop = threading.Event()
         self.pool = ProcessPoolExecutor(
             max_workers=environments,
@@ -132,6 +135,45 @@ class Gateway:
         for schedule in self.schedules:
             threading.Thread(target=loop, args=(schedule,), daemon=True).start()
 
+    def run_queue_consumers(self, queue_urls: dict[str, str]) -> None:
+        """Feed each SQS-triggered function the way the event source mapping would: long
+        polls, batches, the visibility timeout, and failed items left for a later receive."""
+        import boto3
+
+        sqs = boto3.client("sqs")
+
+        def loop(consumer: QueueConsumer, url: str) -> None:
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+            while not self._stop.is_set():
+                try:
+                    messages = sqs.receive_message(
+                        QueueUrl=url,
+                        MaxNumberOfMessages=consumer.batch_size,
+                        WaitTimeSeconds=1,
+                        AttributeNames=["All"],
+                    ).get("Messages", [])
+                    if not messages:
+                        continue
+                    event = {"Records": [sqs_record(m, arn) for m in messages]}
+                    answer = self.pool.submit(invoke, consumer, event, 60).result()
+                    failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
+                    done = [
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(messages)
+                        if m["MessageId"] not in failed
+                    ]
+                    if done:
+                        sqs.delete_message_batch(QueueUrl=url, Entries=done)
+                except Exception as error:  # the next poll retries, as the mapping would
+                    print(f"{consumer.function} poll failed: {error!r}", flush=True)
+                    self._stop.wait(1)
+
+        for consumer in self.consumers:
+            url = queue_urls[consumer.queue]
+            threading.Thread(target=loop, args=(consumer, url), daemon=True).start()
+
     def handle(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -156,6 +198,21 @@ class Gateway:
         )
         result = self.pool.submit(invoke, route, event).result()
         return _http_answer(result)
+
+
+def sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+    """An SQS message as the Lambda event source mapping hands it over."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+        "messageAttributes": {},
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": queue_arn.split(":")[3],
+    }
 
 
 def _error(code: Code) -> tuple[int, list[tuple[str, str]], bytes]:

@@ -127,6 +127,26 @@ def schedules(template: dict[str, Any] | None = None) -> list[Schedule]:
     return found
 
 
+@dataclass(frozen=True)
+class QueueConsumer(Function):
+    queue: str  # logical id of the queue
+    batch_size: int
+
+
+def queue_consumers(template: dict[str, Any] | None = None) -> list[QueueConsumer]:
+    """Every SQS event source: which function consumes which queue, in what batches."""
+    found: list[QueueConsumer] = []
+    for function, event in _events(template, ("SQS",)):
+        queue = event["Queue"]  # {"GetAtt": "OutboxQueue.Arn"} once read
+        logical_id = str(queue["GetAtt"]).split(".")[0] if isinstance(queue, dict) else str(queue)
+        found.append(
+            QueueConsumer(
+                **vars(function), queue=logical_id, batch_size=int(event.get("BatchSize", 10))
+            )
+        )
+    return found
+
+
 def find(all_routes: list[Route], method: str, path: str) -> tuple[Route, dict[str, str]] | None:
     for route in all_routes:
         params = route.match(method, path)

@@ -20,10 +20,11 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from dispatch import db, idempotency
+from dispatch import db, idempotency, relay
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
 from dispatch.errors import Code, DispatchError, error_body
+from dispatch.jobs.models import Job
 from dispatch.observability import logger, metrics
 
 JSON = "application/json"
@@ -131,7 +132,15 @@ class DispatchResolver(APIGatewayHttpResolver):
             ),
             request_id=self.request_id,
         )
-        answer = db.run(lambda conn: idempotency.execute(conn, request, command, status))
+        produced: list[BaseModel] = []
+
+        def run(conn: db.Connection) -> BaseModel:
+            produced.append(result := command(conn))
+            return result
+
+        answer = db.run(lambda conn: idempotency.execute(conn, request, run, status))
+        if answer.status < 300 and not answer.replayed and isinstance(produced[-1], Job):
+            relay.after_commit(db.connection(), produced[-1].id)  # the change's events, now
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.status, JSON, answer.body, headers=headers)
 

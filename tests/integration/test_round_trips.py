@@ -14,8 +14,9 @@ from tests.support import Api, make_job, make_worker, worker
 
 @dataclass
 class Wire:
-    statements: list[str]
-    round_trips: int
+    statements: list[str]  # of the request's transaction, up to its COMMIT
+    round_trips: int  # of that transaction
+    after_commit: list[str]  # what followed (the outbox relay of the change's events)
 
 
 def traced(call: Callable[[], object]) -> Wire:
@@ -32,15 +33,24 @@ def traced(call: Callable[[], object]) -> Wire:
         text = trace.read().decode()
     # Messages start at a line "F|B<tab>length<tab>Type"; statement text may span lines.
     messages = re.findall(r"^([FB])\t\d+\t(\w+)\t?(.*?)(?=^[FB]\t\d+\t|\Z)", text, re.M | re.S)
-    statements = [
-        re.match(r' "[^"]*" "(.*)" \d+', rest, re.S).group(1)  # type: ignore[union-attr]
-        for _, kind, rest in messages
+    parsed = [
+        (i, re.match(r' "[^"]*" "(.*)" \d+', rest, re.S).group(1))  # type: ignore[union-attr]
+        for i, (_, kind, rest) in enumerate(messages)
         if kind == "Parse"
     ]
+    commit = next((i for i, sql in parsed if sql == "COMMIT"), len(messages))
+    end = next(
+        (i for i, (_, kind, _) in enumerate(messages) if i > commit and kind == "ReadyForQuery"),
+        len(messages),
+    )
     # A round trip is a run of client messages followed by the server's answers.
-    directions = [direction for direction, _, _ in messages]
+    directions = [direction for direction, _, _ in messages[: end + 1]]
     round_trips = sum(1 for pair in itertools.pairwise(directions) if pair == ("F", "B"))
-    return Wire(statements, round_trips)
+    return Wire(
+        statements=[sql for i, sql in parsed if i <= commit],
+        round_trips=round_trips,
+        after_commit=[sql for i, sql in parsed if i > end],
+    )
 
 
 def test_accept_happy_path_is_two_round_trips(api: Api) -> None:
@@ -59,6 +69,9 @@ def test_accept_happy_path_is_two_round_trips(api: Api) -> None:
     assert kinds == ["BEGIN", "INSERT", "WITH", "UPDATE", "COMMIT"], wire.statements
     assert "idempotency_keys" in wire.statements[1]
     assert "UPDATE jobs" in wire.statements[2] and "INSERT INTO job_events" in wire.statements[2]
+    # The outbox relay runs only after the commit: claim the new event, (send), mark it sent.
+    assert [s.split()[0].upper() for s in wire.after_commit] == ["WITH", "UPDATE"]
+    assert "relay_claimed_until" in wire.after_commit[0]
 
 
 def test_losing_costs_more_but_stays_small(api: Api) -> None:

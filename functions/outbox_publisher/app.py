@@ -1,0 +1,35 @@
+"""SQS FIFO consumer: publishes job events to the EventBridge bus, reporting partial failures.
+
+FIFO order is kept per job (message group): the FIFO batch processor stops at the first
+failure and hands the rest back, so a poison message holds up its own job only, and lands in
+the dead-letter queue after a few receives.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import (
+    SqsFifoPartialProcessor,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from dispatch import db
+from dispatch.jobs.models import JobEvent
+from dispatch.observability import logger, metrics
+from dispatch.publisher import publish, put_on_bus
+
+processor = SqsFifoPartialProcessor()
+
+
+def publish_record(record: SQSRecord) -> None:
+    event = JobEvent.model_validate_json(record.body)
+    db.run(lambda conn: publish(conn, event, put_on_bus))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(
+        event=event, record_handler=publish_record, processor=processor, context=context
+    )

@@ -1,0 +1,123 @@
+"""Moving committed event rows to the SQS FIFO queue: right after a writer commits, and as a
+catch-up on the sweeper's schedule for whatever a crash or an SQS outage left behind.
+
+Delivery is at least once (a relay that dies after sending and before marking lets its claim
+expire, and the events go again; SQS FIFO drops repeats within five minutes by their
+deduplication id, and consumers dedupe by event id anyway).
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+from uuid import UUID
+
+import boto3
+
+from dispatch import outbox
+from dispatch.config import settings
+from dispatch.db import Connection
+from dispatch.jobs.models import JobEvent
+from dispatch.observability import count, logger
+
+# Sends events, returns the ids that the queue accepted.
+Send = Callable[[list[JobEvent]], set[UUID]]
+
+
+@dataclass(frozen=True)
+class RelayReport:
+    claimed: int
+    sent: int
+
+
+def relay_once(conn: Connection, send: Send, job_id: UUID | None = None) -> RelayReport:
+    """One pass: claim a batch, send it, mark what went out."""
+    s = settings()
+    rows = conn.execute(
+        outbox.CLAIM_UNPUBLISHED,
+        {
+            "job_id": job_id,
+            "batch_size": s.relay_batch_size,
+            "claim_seconds": s.relay_claim_seconds,
+        },
+    ).fetchall()
+    if not rows:
+        return RelayReport(0, 0)
+    events = sorted((JobEvent.model_validate(r) for r in rows), key=lambda e: (e.job_id, e.version))
+    sent = send(events)
+    if sent:
+        conn.execute(outbox.MARK_PUBLISHED, {"ids": list(sent)})
+    return RelayReport(len(events), len(sent))
+
+
+def catch_up(conn: Connection, send: Send, keep_going: Callable[[], bool] = lambda: True) -> int:
+    """Relay until nothing is left to claim (or time runs out); returns events sent."""
+    total = 0
+    while keep_going():
+        report = relay_once(conn, send)
+        total += report.sent
+        if report.claimed < settings().relay_batch_size or report.sent == 0:
+            break
+    lag = conn.execute(outbox.RELAY_LAG).fetchone()
+    logger.info("outbox caught up", extra={"sent": total, "lag_seconds": lag and lag["seconds"]})
+    return total
+
+
+def after_commit(conn: Connection, job_id: UUID) -> None:
+    """Best effort, right after a writer committed: a failure here never fails the request."""
+    if not settings().outbox_queue_url:
+        return
+    try:
+        report = relay_once(conn, sqs_send, job_id)
+        count("EventsRelayed", report.sent)
+    except Exception:
+        logger.warning("relay after commit failed; the catch-up relay will send", exc_info=True)
+
+
+@cache
+def _sqs() -> Any:
+    return boto3.client("sqs")
+
+
+def batches(events: list[JobEvent], size: int = 10) -> Iterable[list[JobEvent]]:
+    """SendMessageBatch takes ten; one event per job per call keeps a job's order on failure."""
+    pending = list(events)
+    while pending:
+        batch: list[JobEvent] = []
+        jobs: set[UUID] = set()
+        rest: list[JobEvent] = []
+        for event in pending:
+            if len(batch) < size and event.job_id not in jobs:
+                batch.append(event)
+                jobs.add(event.job_id)
+            else:
+                rest.append(event)
+        yield batch
+        pending = rest
+
+
+def sqs_send(events: list[JobEvent]) -> set[UUID]:
+    queue_url = settings().outbox_queue_url
+    sent: set[UUID] = set()
+    stopped: set[UUID] = set()  # jobs with a failed event: their later events wait
+    for batch in batches(events):
+        batch = [e for e in batch if e.job_id not in stopped]
+        if not batch:
+            continue
+        result = _sqs().send_message_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {
+                    "Id": str(i),
+                    "MessageBody": e.model_dump_json(),
+                    "MessageGroupId": str(e.job_id),
+                    "MessageDeduplicationId": str(e.id),
+                }
+                for i, e in enumerate(batch)
+            ],
+        )
+        for ok in result.get("Successful", []):
+            sent.add(batch[int(ok["Id"])].id)
+        for failed in result.get("Failed", []):
+            stopped.add(batch[int(failed["Id"])].job_id)
+    return sent
