@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from dispatch_local import REPO_ROOT
+from tests.conftest import create_database, drop_database
 
 POLL_SECONDS = 0.2
 
@@ -64,6 +65,15 @@ def stop_stack(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="session")
+def database_url(admin_url: str) -> Iterator[str]:
+    """The end-to-end stacks get databases of their own: their schedulers (the sweeper, the
+    relay) must not touch what the in-process tests are looking at."""
+    url = create_database(admin_url)
+    yield url
+    drop_database(admin_url, url)
+
+
+@pytest.fixture(scope="session")
 def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url, process = start_stack(database_url, tmp_path_factory.mktemp("stack-home"))
     yield url
@@ -71,13 +81,15 @@ def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 @pytest.fixture(scope="session")
-def short_lease_stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def short_lease_stack(admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A stack whose leases last 3 s and whose sweeper passes every second."""
+    database = create_database(admin_url)
     url, process = start_stack(
-        database_url,
+        database,
         tmp_path_factory.mktemp("short-lease-home"),
         DISPATCH_LEASE_SECONDS="3",
         DISPATCH_SWEEP_INTERVAL_SECONDS="1",
     )
     yield url
     stop_stack(process)
+    drop_database(admin_url, database)
