@@ -19,7 +19,8 @@ from dispatch.jobs.models import JobEvent
 from dispatch.observability import logger, metrics
 from dispatch.publisher import publish, put_on_bus
 
-processor = SqsFifoPartialProcessor()
+# On a failure only the rest of that message group (that job) waits; other jobs go on.
+processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def publish_record(record: SQSRecord) -> None:

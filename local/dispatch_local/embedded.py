@@ -60,9 +60,12 @@ def redis(folder: Path) -> str:
 
 def aws(region: str = "us-east-1") -> str:
     """moto's server on loopback: S3 (and later SQS, EventBridge) for the local stack."""
+    import logging
     import socket
 
     from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per AWS call is noise
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -90,26 +93,29 @@ def ensure_bucket(name: str) -> None:
         s3.create_bucket(Bucket=name)
 
 
-OUTBOX_QUEUE = "dispatch-outbox.fifo"
-OUTBOX_DLQ = "dispatch-outbox-dlq.fifo"
 MAX_RECEIVES = 5
 
 
+def outbox_dlq_name(bus_name: str) -> str:
+    return f"{bus_name}-outbox-dlq.fifo"
+
+
 def ensure_outbox(bus_name: str) -> str:
-    """The FIFO outbox queue (with its dead-letter queue) and the event bus; the queue's URL."""
+    """The FIFO outbox queue (with its dead-letter queue) and the event bus; the queue's URL.
+    Named after the bus, so that two local stacks on one AWS stand-in never share a queue."""
     import json as _json
 
     import boto3
 
     sqs = boto3.client("sqs")
     fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
-    dlq_url = sqs.create_queue(QueueName=OUTBOX_DLQ, Attributes=fifo)["QueueUrl"]
+    dlq_url = sqs.create_queue(QueueName=outbox_dlq_name(bus_name), Attributes=fifo)["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
     redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}
     queue_url: str = sqs.create_queue(
-        QueueName=OUTBOX_QUEUE,
+        QueueName=f"{bus_name}-outbox.fifo",
         Attributes={**fifo, "VisibilityTimeout": "60", "RedrivePolicy": _json.dumps(redrive)},
     )["QueueUrl"]
     events = boto3.client("events")

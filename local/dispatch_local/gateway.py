@@ -12,6 +12,7 @@ import json
 import multiprocessing
 import signal
 import threading
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
@@ -143,29 +144,12 @@ class Gateway:
         sqs = boto3.client("sqs")
 
         def loop(consumer: QueueConsumer, url: str) -> None:
-            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-                "QueueArn"
-            ]
+            def handle(event: dict[str, Any]) -> Any:
+                return self.pool.submit(invoke, consumer, event, 60).result()
+
             while not self._stop.is_set():
                 try:
-                    messages = sqs.receive_message(
-                        QueueUrl=url,
-                        MaxNumberOfMessages=consumer.batch_size,
-                        WaitTimeSeconds=1,
-                        AttributeNames=["All"],
-                    ).get("Messages", [])
-                    if not messages:
-                        continue
-                    event = {"Records": [sqs_record(m, arn) for m in messages]}
-                    answer = self.pool.submit(invoke, consumer, event, 60).result()
-                    failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
-                    done = [
-                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                        for i, m in enumerate(messages)
-                        if m["MessageId"] not in failed
-                    ]
-                    if done:
-                        sqs.delete_message_batch(QueueUrl=url, Entries=done)
+                    deliver_batch(sqs, url, consumer.batch_size, handle)
                 except Exception as error:  # the next poll retries, as the mapping would
                     print(f"{consumer.function} poll failed: {error!r}", flush=True)
                     self._stop.wait(1)
@@ -198,6 +182,52 @@ class Gateway:
         )
         result = self.pool.submit(invoke, route, event).result()
         return _http_answer(result)
+
+
+def deliver_batch(
+    sqs: Any,
+    url: str,
+    batch_size: int,
+    handle: Callable[[dict[str, Any]], Any],
+    wait_seconds: int = 1,
+    retry_failed_now: bool = False,
+) -> int:
+    """One receive, one invocation, then delete what succeeded; returns messages received.
+
+    Failed items stay on the queue until their visibility timeout ends (`retry_failed_now`
+    ends it at once, standing for time passing in tests); after `maxReceiveCount` receives
+    SQS moves them to the dead-letter queue.
+    """
+    messages = sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=batch_size,
+        WaitTimeSeconds=wait_seconds,
+        AttributeNames=["All"],
+    ).get("Messages", [])
+    if not messages:
+        return 0
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    try:
+        answer = handle({"Records": [sqs_record(m, arn) for m in messages]}) or {}
+        failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
+    except Exception:  # an invocation that fails fails its whole batch, as in Lambda
+        failed = {m["MessageId"] for m in messages}
+    done = [
+        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+        for i, m in enumerate(messages)
+        if m["MessageId"] not in failed
+    ]
+    if done:
+        sqs.delete_message_batch(QueueUrl=url, Entries=done)
+    if retry_failed_now:
+        for m in messages:
+            if m["MessageId"] in failed:
+                sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+                )
+    return len(messages)
 
 
 def sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
@@ -244,6 +274,7 @@ def serve(gateway: Gateway, host: str, port: int) -> ThreadingHTTPServer:
                         self.command, self.path, list(self.headers.items()), payload
                     )
                 except Exception:  # the environment itself died: what API Gateway calls a 502/500
+                    traceback.print_exc()
                     status, headers, body = _error(Code.INTERNAL)
             self.send_response(status)
             for name, value in headers:

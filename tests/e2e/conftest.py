@@ -31,7 +31,16 @@ def start_stack(
     """`dispatch dev` on a free port; returns its base URL once /health answers."""
     os.environ.setdefault("DISPATCH_JWT_SECRET", secrets.token_hex(32))
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "DISPATCH_HOME": str(home), **environment}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DISPATCH_HOME": str(home),
+        # Its own queue and bus on the shared AWS stand-in: its poller must not take the
+        # in-process tests' messages.
+        "EVENT_BUS_NAME": f"dispatch-e2e-{port}",
+        "OUTBOX_QUEUE_URL": "",
+        **environment,
+    }
     log = (home / "stack.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "dispatch_local.cli", "dev", "--port", str(port)],

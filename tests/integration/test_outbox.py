@@ -1,0 +1,259 @@
+"""Outbox delivery, with moto standing in for SQS and EventBridge and a real Postgres: every
+committed event reaches the bus once per consumer effect, in version order per job."""
+
+import json
+import os
+import threading
+from typing import Any
+from uuid import UUID
+
+import boto3
+import pytest
+
+from dispatch import db, relay
+from dispatch.jobs import commands
+from dispatch.jobs.models import CreateJob, JobEvent
+from dispatch_local.embedded import outbox_dlq_name
+from dispatch_local.events import LambdaContext
+from dispatch_local.gateway import deliver_batch
+from dispatch_local.template import handler_of, queue_consumers
+from tests.integration.test_accept_races import together
+from tests.support import BUSINESS, Api, in_parallel, job_body, make_worker, walk_to, worker
+
+
+@pytest.fixture(scope="session")
+def tap(aws_stand_in: str) -> str:
+    """A queue subscribed to everything on the bus: what a downstream consumer would see."""
+    sqs, events = boto3.client("sqs"), boto3.client("events")
+    url: str = sqs.create_queue(QueueName="dispatch-test-tap")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    bus = os.environ["EVENT_BUS_NAME"]
+    events.put_rule(
+        Name="tap", EventBusName=bus, EventPattern=json.dumps({"source": ["dispatch.jobs"]})
+    )
+    events.put_targets(Rule="tap", EventBusName=bus, Targets=[{"Id": "tap", "Arn": arn}])
+    return url
+
+
+@pytest.fixture
+def queues(conn: db.Connection, tap: str) -> dict[str, str]:
+    sqs = boto3.client("sqs")
+    outbox = os.environ["OUTBOX_QUEUE_URL"]
+    dlq = sqs.get_queue_url(QueueName=outbox_dlq_name(os.environ["EVENT_BUS_NAME"]))["QueueUrl"]
+    for url in (outbox, dlq, tap):
+        on_the_queue(url)  # whatever earlier tests left there (PurgeQueue allows one a minute)
+    return {"outbox": outbox, "dlq": dlq, "tap": tap}
+
+
+def publisher(event: dict[str, Any]) -> Any:
+    (consumer,) = queue_consumers()
+    return handler_of(consumer)(event, LambdaContext(function_name=consumer.function))
+
+
+def drain(url: str, rounds: int = 200) -> None:
+    """Deliver until the queue is empty, failed items retried at once (time passing)."""
+    sqs = boto3.client("sqs")
+    for _ in range(rounds):
+        if deliver_batch(sqs, url, 10, publisher, wait_seconds=0, retry_failed_now=True) == 0:
+            return
+    raise AssertionError("the queue never drained")
+
+
+def on_the_queue(url: str) -> list[str]:
+    """Take every message off a queue; their bodies, in the order received."""
+    sqs, bodies = boto3.client("sqs"), []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        bodies += [m["Body"] for m in messages]
+        sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
+        )
+    return bodies
+
+
+def on_the_bus(tap: str) -> list[dict[str, Any]]:
+    return [json.loads(body) for body in on_the_queue(tap)]
+
+
+def committed(conn: db.Connection) -> list[dict[str, Any]]:
+    return conn.execute(
+        "SELECT id, job_id, version FROM job_events ORDER BY job_id, version"
+    ).fetchall()
+
+
+def assert_delivered_once_in_order(conn: db.Connection, bus: list[dict[str, Any]]) -> None:
+    ids = [UUID(e["detail"]["id"]) for e in bus]
+    assert len(ids) == len(set(ids)), "an event reached the bus twice"
+    assert set(ids) == {r["id"] for r in committed(conn)}
+    per_job: dict[str, list[int]] = {}
+    for e in bus:
+        assert e["source"] == "dispatch.jobs"
+        assert e["detail-type"] == e["detail"]["type"]
+        per_job.setdefault(e["detail"]["job_id"], []).append(e["detail"]["version"])
+    for versions in per_job.values():
+        assert versions == sorted(versions), versions
+    unpublished = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
+    assert unpublished.fetchone() == {"n": 0}
+
+
+def test_writes_through_the_handlers_reach_the_bus_in_order(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    for n in range(3):
+        walk_to(api, "completed", holder=worker(n))
+    # Relayed right after each commit: nothing is left for the catch-up.
+    assert relay.catch_up(conn, relay.sqs_send) == 0
+    drain(queues["outbox"])
+    bus = on_the_bus(queues["tap"])
+    assert_delivered_once_in_order(conn, bus)
+    assert len(bus) == 3 * 6  # created, assigned, photo, started, photo, completed
+
+
+def write_lives(url: str, jobs: int) -> None:
+    """Jobs created, accepted and checked in from several threads at once (no relay)."""
+    from dispatch.auth import Caller, Role
+    from dispatch.jobs.lifecycle import TransitionEvent
+
+    def life(n: int) -> None:
+        with db.connect(url) as conn:
+            spec = CreateJob.model_validate({**job_body(), "skills": []})
+            for k in range(jobs):
+                job = commands.create_job(conn, "business-1", spec)
+                held = commands.accept_job(conn, job.id, f"w-{n}-{k}", None)
+                commands.transition(
+                    conn,
+                    job.id,
+                    Caller(f"w-{n}-{k}", frozenset({Role.WORKER})),
+                    TransitionEvent.RELEASE,
+                    held.version,
+                )
+
+    in_parallel([lambda n=n: life(n) for n in range(4)])
+
+
+def test_many_jobs_written_concurrently_two_relays_in_parallel(
+    conn: db.Connection, database_url: str, queues: dict[str, str]
+) -> None:
+    write_lives(database_url, jobs=15)
+    sent = together([lambda c: relay.catch_up(c, relay.sqs_send)] * 2, database_url)
+    assert sum(sent) == 4 * 15 * 3
+    drain(queues["outbox"])
+    assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
+
+
+def test_two_relays_never_send_one_event_twice_in_a_pass(
+    conn: db.Connection, database_url: str
+) -> None:
+    write_lives(database_url, jobs=10)
+    passes: list[list[UUID]] = [[], []]
+    start = threading.Barrier(2)
+
+    def recorder(n: int) -> relay.Send:
+        def send(events: list[JobEvent]) -> set[UUID]:
+            passes[n] += [e.id for e in events]
+            return {e.id for e in events}
+
+        return send
+
+    def relay_pass(n: int) -> Any:
+        with db.connect(database_url) as c:
+            start.wait()
+            return relay.relay_once(c, recorder(n))
+
+    for _ in range(5):
+        in_parallel([lambda: relay_pass(0), lambda: relay_pass(1)])
+        assert not set(passes[0]) & set(passes[1]), "one event sent twice in the same pass"
+        passes = [passes[0] + passes[1], []]  # the next round starts from what was sent
+    # Events a pass left (an earlier one of their job held by the other relay) go in a later
+    # pass; in the end every event went out exactly once.
+    assert len(passes[0]) == len(set(passes[0])) == 120
+
+
+class Crash(Exception):
+    pass
+
+
+def test_a_crash_between_send_and_mark_duplicates_and_the_consumer_ignores_it(
+    conn: db.Connection, database_url: str, queues: dict[str, str]
+) -> None:
+    write_lives(database_url, jobs=2)
+
+    def send_then_crash(events: list[JobEvent]) -> set[UUID]:
+        relay.sqs_send(events)
+        raise Crash
+
+    with pytest.raises(Crash):
+        relay.relay_once(conn, send_then_crash)
+    # Time passes: the dead relay's claim runs out and the catch-up sends everything again.
+    conn.execute("UPDATE job_events SET relay_claimed_until = now() - interval '1 second'")
+    assert relay.catch_up(conn, relay.sqs_send) == 24
+    # SQS FIFO drops repeats within five minutes; past that window they do arrive twice:
+    sqs = boto3.client("sqs")
+    for event in conn.execute("SELECT * FROM job_events").fetchall():
+        sqs.send_message(
+            QueueUrl=queues["outbox"],
+            MessageBody=JobEvent.model_validate(event).model_dump_json(),
+            MessageGroupId=str(event["job_id"]),
+            MessageDeduplicationId=f"late-{event['id']}",
+        )
+    drain(queues["outbox"])
+    assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
+    consumed = conn.execute("SELECT count(*) AS n FROM consumed_events").fetchone()
+    assert consumed == {"n": 24}
+
+
+def test_sqs_down_at_commit_then_back(
+    api: Api, conn: db.Connection, queues: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    relay._sqs.cache_clear()
+    try:
+        job = walk_to(api, "assigned", holder=worker(1))  # every write still succeeds
+    finally:
+        monkeypatch.undo()
+        relay._sqs.cache_clear()
+    waiting = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
+    assert waiting.fetchone() == {"n": job["version"]}
+    conn.execute("UPDATE job_events SET relay_claimed_until = NULL")  # the failed claims lapse
+    assert relay.catch_up(conn, relay.sqs_send) == job["version"]
+    drain(queues["outbox"])
+    assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
+
+
+def test_a_rolled_back_change_publishes_nothing(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    def create_then_fail() -> None:
+        with conn.transaction():
+            commands.create_job(conn, "business-1", CreateJob.model_validate(job_body()))
+            raise Crash
+
+    with pytest.raises(Crash):
+        create_then_fail()
+    assert conn.execute("SELECT count(*) AS n FROM jobs").fetchone() == {"n": 0}
+    assert relay.catch_up(conn, relay.sqs_send) == 0
+    drain(queues["outbox"])
+    assert on_the_bus(queues["tap"]) == []
+
+
+def test_a_poison_message_goes_to_the_dlq_and_blocks_no_other_job(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    sqs = boto3.client("sqs")
+    sqs.send_message(
+        QueueUrl=queues["outbox"],
+        MessageBody="this is not an event",
+        MessageGroupId="poisoned-job",
+        MessageDeduplicationId="poison-1",
+    )
+    make_worker(api, worker(1))
+    api.call("POST", "/jobs", BUSINESS, job_body())
+    api.call("POST", "/jobs", BUSINESS, job_body())
+    drain(queues["outbox"])
+    assert on_the_queue(queues["dlq"]) == ["this is not an event"]
+    assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
