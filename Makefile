@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper cfn-lint clean
+.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper bench-outbox cfn-lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,3 +44,7 @@ clean:
 ## Sweeper benchmark: reopen 100k expired leases; accept p99 during the sweep vs idle.
 bench-sweeper: $(STAMP)
 	$(BIN)/python -m bench.sweeper
+
+## Outbox benchmark: drain a 100k event backlog with the relay vs a naive row-at-a-time loop.
+bench-outbox: $(STAMP)
+	$(BIN)/python -m bench.outbox

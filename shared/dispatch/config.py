@@ -28,7 +28,7 @@ class Settings(BaseSettings):
     # Outbox delivery. No queue URL: events stay in the table until a relay with one runs.
     outbox_queue_url: str | None = Field(None, validation_alias="OUTBOX_QUEUE_URL")
     event_bus_name: str = Field("dispatch", validation_alias="EVENT_BUS_NAME")
-    relay_batch_size: int = Field(500, gt=0, validation_alias="DISPATCH_RELAY_BATCH_SIZE")
+    relay_batch_size: int = Field(1000, gt=0, validation_alias="DISPATCH_RELAY_BATCH_SIZE")
     relay_claim_seconds: int = Field(30, gt=0, validation_alias="DISPATCH_RELAY_CLAIM_SECONDS")
     photo_bucket: str = Field("dispatch-photos-local", validation_alias="PHOTO_BUCKET")
     photo_upload_seconds: int = Field(900, gt=0, validation_alias="DISPATCH_PHOTO_UPLOAD_SECONDS")

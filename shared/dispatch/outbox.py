@@ -25,29 +25,46 @@ SELECT * FROM changed
 # to the SQS FIFO queue outside any transaction, then marks what was sent. Events of one job
 # go out in version order: an event is only claimed with every earlier unsent one of its job.
 
-CLAIM_UNPUBLISHED = """
+
+# What a relay sends: the event as the contract shows it, serialised once, by Postgres.
+MESSAGE: LiteralString = """id, job_id, version,
+       json_build_object('id', id, 'job_id', job_id, 'type', type, 'version', version,
+                         'actor', actor, 'occurred_at', occurred_at, 'data', data)::text AS body"""
+
+
+def _claim(which: LiteralString, order: LiteralString) -> LiteralString:
+    return f"""
 WITH picked AS (
     SELECT id, job_id, version FROM job_events
      WHERE published_at IS NULL
        AND (relay_claimed_until IS NULL OR relay_claimed_until < now())
-       AND (%(job_id)s::uuid IS NULL OR job_id = %(job_id)s::uuid)
-     ORDER BY occurred_at, job_id, version
+       {which}
+     ORDER BY {order}
      LIMIT %(batch_size)s
        FOR UPDATE SKIP LOCKED
+), ranked AS (
+    SELECT id, job_id, version,
+           row_number() OVER (PARTITION BY job_id ORDER BY version) AS rank
+      FROM picked
 ), in_order AS (
-    SELECT p.id FROM picked p
-     WHERE NOT EXISTS (SELECT 1 FROM job_events earlier
-                        WHERE earlier.job_id = p.job_id
-                          AND earlier.version < p.version
-                          AND earlier.published_at IS NULL
-                          AND earlier.id NOT IN (SELECT id FROM picked))
+    -- An event goes only with every earlier unsent event of its job: the picked events of a
+    -- job must start at its first unsent version and leave no gap (versions step by one).
+    SELECT r.id FROM ranked r
+     WHERE r.version = r.rank - 1 + (SELECT e.version FROM job_events e
+                                      WHERE e.job_id = r.job_id AND e.published_at IS NULL
+                                      ORDER BY e.version LIMIT 1)
 )
-UPDATE job_events e
+UPDATE job_events
    SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
-  FROM in_order
- WHERE e.id = in_order.id
-RETURNING e.id, e.job_id, e.type, e.version, e.actor, e.occurred_at, e.data
+ WHERE id = ANY(ARRAY(SELECT id FROM in_order))
+RETURNING {MESSAGE}
 """
+
+
+# The catch-up: oldest first, through the partial index of unpublished events.
+CLAIM_UNPUBLISHED = _claim("", "occurred_at")
+# Right after a writer commits: that job's events only, through (job_id, version).
+CLAIM_UNPUBLISHED_OF_JOB = _claim("AND job_id = %(job_id)s", "job_id, version")
 
 MARK_PUBLISHED = """
 UPDATE job_events SET published_at = now(), relay_claimed_until = NULL WHERE id = ANY(%(ids)s)

@@ -17,11 +17,21 @@ import boto3
 from dispatch import outbox
 from dispatch.config import settings
 from dispatch.db import Connection
-from dispatch.jobs.models import JobEvent
 from dispatch.observability import count, logger
 
-# Sends events, returns the ids that the queue accepted.
-Send = Callable[[list[JobEvent]], set[UUID]]
+
+@dataclass(frozen=True)
+class Message:
+    """An event on its way out: its body is the event's JSON, as the contract shows it."""
+
+    id: UUID
+    job_id: UUID
+    version: int
+    body: str
+
+
+# Sends messages, returns the ids that the queue accepted.
+Send = Callable[[list[Message]], set[UUID]]
 
 
 @dataclass(frozen=True)
@@ -43,11 +53,11 @@ def relay_once(conn: Connection, send: Send, job_id: UUID | None = None) -> Rela
     ).fetchall()
     if not rows:
         return RelayReport(0, 0)
-    events = sorted((JobEvent.model_validate(r) for r in rows), key=lambda e: (e.job_id, e.version))
-    sent = send(events)
+    messages = sorted((Message(**r) for r in rows), key=lambda m: (m.job_id, m.version))
+    sent = send(messages)
     if sent:
         conn.execute(outbox.MARK_PUBLISHED, {"ids": list(sent)})
-    return RelayReport(len(events), len(sent))
+    return RelayReport(len(messages), len(sent))
 
 
 def catch_up(conn: Connection, send: Send, keep_going: Callable[[], bool] = lambda: True) -> int:
@@ -81,13 +91,13 @@ def _sqs() -> Any:
     return boto3.client("sqs")
 
 
-def batches(events: list[JobEvent], size: int = 10) -> Iterable[list[JobEvent]]:
+def batches(messages: list[Message], size: int = 10) -> Iterable[list[Message]]:
     """SendMessageBatch takes ten; one event per job per call keeps a job's order on failure."""
-    pending = list(events)
+    pending = list(messages)
     while pending:
-        batch: list[JobEvent] = []
+        batch: list[Message] = []
         jobs: set[UUID] = set()
-        rest: list[JobEvent] = []
+        rest: list[Message] = []
         for event in pending:
             if len(batch) < size and event.job_id not in jobs:
                 batch.append(event)
@@ -98,11 +108,11 @@ def batches(events: list[JobEvent], size: int = 10) -> Iterable[list[JobEvent]]:
         pending = rest
 
 
-def sqs_send(events: list[JobEvent]) -> set[UUID]:
+def sqs_send(messages: list[Message]) -> set[UUID]:
     queue_url = settings().outbox_queue_url
     sent: set[UUID] = set()
     stopped: set[UUID] = set()  # jobs with a failed event: their later events wait
-    for batch in batches(events):
+    for batch in batches(messages):
         batch = [e for e in batch if e.job_id not in stopped]
         if not batch:
             continue
@@ -111,7 +121,7 @@ def sqs_send(events: list[JobEvent]) -> set[UUID]:
             Entries=[
                 {
                     "Id": str(i),
-                    "MessageBody": e.model_dump_json(),
+                    "MessageBody": e.body,
                     "MessageGroupId": str(e.job_id),
                     "MessageDeduplicationId": str(e.id),
                 }

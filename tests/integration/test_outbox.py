@@ -153,9 +153,9 @@ def test_two_relays_never_send_one_event_twice_in_a_pass(
     start = threading.Barrier(2)
 
     def recorder(n: int) -> relay.Send:
-        def send(events: list[JobEvent]) -> set[UUID]:
-            passes[n] += [e.id for e in events]
-            return {e.id for e in events}
+        def send(messages: list[relay.Message]) -> set[UUID]:
+            passes[n] += [m.id for m in messages]
+            return {m.id for m in messages}
 
         return send
 
@@ -182,8 +182,8 @@ def test_a_crash_between_send_and_mark_duplicates_and_the_consumer_ignores_it(
 ) -> None:
     write_lives(database_url, jobs=2)
 
-    def send_then_crash(events: list[JobEvent]) -> set[UUID]:
-        relay.sqs_send(events)
+    def send_then_crash(messages: list[relay.Message]) -> set[UUID]:
+        relay.sqs_send(messages)
         raise Crash
 
     with pytest.raises(Crash):

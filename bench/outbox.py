@@ -1,0 +1,139 @@
+"""Outbox benchmark: drain a backlog of job events with the catch-up relay.
+
+    make bench-outbox            (or: python -m bench.outbox [--quick] [--events 100000])
+
+In the same run, on the same kind of rows:
+- relay:  `dispatch.relay.catch_up` (claim a batch with SKIP LOCKED, send, mark), with the SQS
+          send replaced by a no-op at the network boundary, so Postgres is what is measured
+          (the message bodies are built by Postgres in both designs);
+- naive:  the loop people write first: select the oldest unpublished row, send it, mark it,
+          one row at a time (measured on a slice of the backlog: it is slow);
+- moto:   the relay end to end through SQS (moto's server on loopback), on a smaller backlog.
+"""
+
+import argparse
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from uuid import UUID
+
+from bench.common import bench_database
+from dispatch import db, relay
+from dispatch.config import settings
+from dispatch.outbox import MESSAGE
+
+RESULTS = Path(__file__).parent / "results"
+EVENTS_PER_JOB = 4
+
+SETUP = [
+    "TRUNCATE jobs, job_events, idempotency_keys, workers, photos, consumed_events CASCADE",
+    """INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
+       SELECT 'b-1', 12.97, 77.59, '{}', now() + interval '1 hour', now() + interval '3 hours'
+         FROM generate_series(1, %(jobs)s)""",
+    """INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+       SELECT j.id, 'job.checked_in', v, 'w-1', now() - interval '1 hour' + v * interval '1 ms',
+              jsonb_build_object('status', 'assigned', 'version', v)
+         FROM jobs j, generate_series(1, %(per_job)s) v""",
+    "VACUUM ANALYZE job_events",
+]
+
+# The same message, serialised the same way: only the claiming differs.
+NAIVE_NEXT = f"""
+SELECT {MESSAGE} FROM job_events WHERE published_at IS NULL ORDER BY occurred_at LIMIT 1
+"""
+NAIVE_MARK = "UPDATE job_events SET published_at = now() WHERE id = %s"
+
+
+def no_op_send(messages: list[relay.Message]) -> set[UUID]:
+    return {m.id for m in messages}
+
+
+@dataclass
+class Rate:
+    events: int
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        return self.events / self.seconds
+
+
+def backlog(url: str, events: int) -> None:
+    with db.connect(url) as conn:
+        for statement in SETUP:
+            conn.execute(statement, {"jobs": events // EVENTS_PER_JOB, "per_job": EVENTS_PER_JOB})
+
+
+def relay_rate(url: str, send: relay.Send) -> Rate:
+    with db.connect(url) as conn:
+        t0 = time.perf_counter()
+        sent = relay.catch_up(conn, send)
+        return Rate(sent, time.perf_counter() - t0)
+
+
+def naive_rate(url: str, events: int) -> Rate:
+    with db.connect(url) as conn:
+        t0 = time.perf_counter()
+        for _ in range(events):
+            row = conn.execute(NAIVE_NEXT).fetchone()
+            assert row is not None
+            no_op_send([relay.Message(**row)])
+            conn.execute(NAIVE_MARK, (row["id"],))
+        return Rate(events, time.perf_counter() - t0)
+
+
+def run(url: str, events: int, naive_events: int, moto_events: int) -> dict[str, Rate]:
+    rates: dict[str, Rate] = {}
+    backlog(url, events)
+    rates["relay"] = relay_rate(url, no_op_send)
+    assert rates["relay"].events == events, rates["relay"]
+    backlog(url, events)
+    rates["naive"] = naive_rate(url, naive_events)
+    if moto_events:
+        from dispatch_local import embedded
+
+        embedded.use_aws_stand_in(embedded.aws())
+        os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox("dispatch-bench")
+        settings.cache_clear()
+        backlog(url, moto_events)
+        rates["relay through SQS (moto)"] = relay_rate(url, relay.sqs_send)
+    return rates
+
+
+def report(rates: dict[str, Rate]) -> str:
+    base = rates["naive"].per_second
+    lines = [
+        "| drain | events | seconds | events/s | x naive |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, r in rates.items():
+        lines.append(
+            f"| {name} | {r.events:,} | {r.seconds:.2f} | {r.per_second:,.0f} | "
+            f"{r.per_second / base:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.outbox", description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--naive-events", type=int, default=5_000)
+    parser.add_argument("--moto-events", type=int, default=400)  # moto is slow, and only a stand-in
+    parser.add_argument("--quick", action="store_true", help="a tiny run that only proves it works")
+    args = parser.parse_args(argv)
+    sizes = (400, 100, 40) if args.quick else (args.events, args.naive_events, args.moto_events)
+    with bench_database() as url:
+        rates = run(url, *sizes)
+    text = report(rates)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "outbox.md").write_text(text + "\n")
+    (RESULTS / "outbox.json").write_text(
+        json.dumps({k: {**asdict(v), "per_second": v.per_second} for k, v in rates.items()})
+    )
+
+
+if __name__ == "__main__":
+    main()
