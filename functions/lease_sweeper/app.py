@@ -4,6 +4,7 @@ and relay to the queue whatever events a crash or an SQS outage left unpublished
 from dataclasses import asdict
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db, relay
@@ -26,6 +27,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
         db.run(lambda conn: relay.catch_up(conn, relay.sqs_send, time_left))
         if settings().outbox_queue_url
         else 0
+    )
+    count("EventsRelayed", relayed)
+    metrics.add_metric(
+        name="RelayLagSeconds", unit=MetricUnit.Seconds, value=db.run(relay.lag_seconds)
     )
     logger.info("sweep done", extra={**asdict(report), "relayed": relayed})
     return {**asdict(report), "relayed": relayed}

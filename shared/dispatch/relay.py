@@ -70,9 +70,14 @@ def catch_up(conn: Connection, send: Send, keep_going: Callable[[], bool] = lamb
         # holds an earlier event of; they are free on the next pass.
         if report.claimed == 0 or report.sent == 0:
             break
-    lag = conn.execute(outbox.RELAY_LAG).fetchone()
-    logger.info("outbox caught up", extra={"sent": total, "lag_seconds": lag and lag["seconds"]})
+    logger.info("outbox caught up", extra={"sent": total, "lag_seconds": lag_seconds(conn)})
     return total
+
+
+def lag_seconds(conn: Connection) -> float:
+    """Age of the oldest event not yet delivered (0 when none waits): the relay lag."""
+    row = conn.execute(outbox.RELAY_LAG).fetchone()
+    return float(row["seconds"]) if row else 0.0
 
 
 def after_commit(conn: Connection, job_id: UUID) -> None:

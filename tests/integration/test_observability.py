@@ -82,3 +82,19 @@ def test_an_unexpected_failure_is_logged_correlated_and_not_leaked(
     assert len(logs) == 1
     assert logs[0]["correlation_id"] == "req-boom-1"
     assert "hunter2" in logs[0]["exception"]  # the operator, not the caller, sees the cause
+
+
+def test_the_sweeper_reports_reopened_leases_relayed_events_and_relay_lag(
+    api: Api, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from dispatch_local.template import handler_of, schedules
+
+    (sweeper,) = schedules()
+    make_job(api)  # its event is relayed at once; nothing lags
+    capfd.readouterr()
+    handler_of(sweeper)({}, LambdaContext(function_name=sweeper.function, timeout_seconds=60))
+    records = emitted(capfd)
+    assert metric_values(records, "LeasesReopened") == [[0.0]]
+    assert metric_values(records, "EventsRelayed") == [[0.0]]
+    (lag,) = metric_values(records, "RelayLagSeconds")
+    assert lag == [0.0]
