@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper bench-outbox cfn-lint clean
+.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper bench-outbox template-lint package clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ dev: $(STAMP)
 	PORT=$(PORT) $(BIN)/dispatch dev --port $(PORT)
 
 ## Lint, type-check, template lint, and the whole test suite.
-test: $(STAMP) lint typecheck cfn-lint
+test: $(STAMP) lint typecheck template-lint
 	$(BIN)/pytest
 
 lint: $(STAMP)
@@ -31,8 +31,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-cfn-lint: $(STAMP)
+## cfn-lint and SAM's own validation, both offline.
+template-lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/sam validate --lint
+
+## Build every function and the layer for Lambda (python3.12, arm64) without Docker.
+# pyenv's shim only answers for the active version, so look for the interpreter itself first.
+PYTHON312 ?= $(shell ls -d $$HOME/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -1 || true)
+ifeq ($(PYTHON312),)
+PYTHON312 := $(shell command -v python3.12)
+endif
+package: $(STAMP)
+	test -x "$(PYTHON312)" || (echo "sam build needs python3.12 on this machine" && exit 1)
+	PATH=$(dir $(PYTHON312)):$$PATH $(BIN)/sam build --template-file template.yaml
 
 ## Accept benchmark: handler path vs its own SQL, SELECT FOR UPDATE, and a bare UPDATE.
 bench-accept: $(STAMP)
