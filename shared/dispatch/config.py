@@ -12,6 +12,8 @@ class Settings(BaseSettings):
     database_url: str = Field(
         "postgresql://postgres@127.0.0.1:5432/dispatch", validation_alias="DATABASE_URL"
     )
+    # Through RDS Proxy in AWS: sign in with a short-lived IAM token instead of a password.
+    database_iam_auth: bool = Field(False, validation_alias="DATABASE_IAM_AUTH")
     redis_url: str | None = Field(None, validation_alias="REDIS_URL")
     # Check-in deadline given to the winner of an accept.
     lease_seconds: int = Field(600, gt=0, validation_alias="DISPATCH_LEASE_SECONDS")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 
 from dispatch.config import settings
@@ -20,10 +21,25 @@ T = TypeVar("T")
 _local = threading.local()
 
 
+def iam_token(url: str) -> str:
+    """A 15-minute RDS IAM auth token for the URL's host, port and user (local signing)."""
+    import boto3
+
+    info = conninfo_to_dict(url)
+    return str(
+        boto3.client("rds").generate_db_auth_token(
+            DBHostname=info["host"], Port=int(info.get("port") or 5432), DBUsername=info["user"]
+        )
+    )
+
+
 def connect(url: str | None = None, **overrides: Any) -> Connection:
     s = settings()
+    url = url or s.database_url
+    if s.database_iam_auth:
+        overrides.setdefault("password", iam_token(url))
     return psycopg.connect(
-        url or s.database_url,
+        url,
         autocommit=True,
         # RDS Proxy pins sessions that use server-side prepared statements.
         prepare_threshold=None,

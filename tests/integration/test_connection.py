@@ -51,3 +51,14 @@ def test_database_away_is_503_then_recovers_without_restart(
     monkeypatch.undo()
     settings.cache_clear()
     assert api.call("GET", "/health", None, key=None).status == 200
+
+
+def test_iam_auth_signs_in_with_a_token_for_the_proxy(
+    monkeypatch: pytest.MonkeyPatch, fresh_environment: None
+) -> None:
+    url = "postgresql://dispatch_admin@proxy.example.internal:5432/dispatch?sslmode=require"
+    token = db.iam_token(url)
+    # An RDS auth token is a presigned connect request for that host, port and user.
+    assert token.startswith("proxy.example.internal:5432/?Action=connect")
+    assert "DBUser=dispatch_admin" in token
+    assert "X-Amz-Signature=" in token

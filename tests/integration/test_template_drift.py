@@ -83,3 +83,15 @@ def test_every_contract_route_is_served_by_exactly_one_function() -> None:
     not_yet = {"GET /jobs/nearby", "PUT /workers/me/location"}
     assert expected - not_yet <= set(served), sorted(expected - not_yet - set(served))
     assert all(len(functions) == 1 for functions in served.values()), served
+
+
+def test_every_function_may_connect_to_the_database_it_is_given() -> None:
+    """With the database created here, functions sign in with IAM tokens (db.iam_token)."""
+    template = load_template()
+    for logical_id, res in template["Resources"].items():
+        if res["Type"] != "AWS::Serverless::Function":
+            continue
+        connect = {
+            "If": ["CreateDatabase", {"Ref": "DatabaseConnectPolicy"}, {"Ref": "AWS::NoValue"}]
+        }
+        assert connect in res["Properties"].get("Policies", []), logical_id
