@@ -32,6 +32,8 @@ def test_every_function_has_a_sample_that_its_handler_answers(
 ) -> None:
     sample: Path = EVENTS / f"{function.code_uri.name}.json"
     assert sample.exists(), f"no sample event for {function.function}"
+    if function.function == "MigrateFunction":
+        return  # it answers CloudFormation's URL: run for real in test_migrate_function.py
     result = handler_of(function)(
         json.loads(sample.read_text()), LambdaContext(function_name=function.function)
     )
