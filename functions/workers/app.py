@@ -1,12 +1,13 @@
-"""PUT /workers/me: a worker sets the skills on their profile."""
+"""PUT /workers/me (skills, in Postgres) and PUT /workers/me/location (Redis GEO only)."""
 
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from dispatch import workers
+from dispatch import locations, workers
 from dispatch.auth import Role
 from dispatch.http import DispatchResolver, entrypoint
+from dispatch.jobs.models import Location
 from dispatch.openapi import answers
 
 app = DispatchResolver()
@@ -18,6 +19,16 @@ app = DispatchResolver()
 def put_worker_profile(update: workers.WorkerProfileUpdate) -> Response[Any]:
     worker = app.caller
     return app.idempotent(lambda conn: workers.set_skills(conn, worker.id, update))
+
+
+@app.endpoint(
+    "PUT", "/workers/me/location", roles={Role.WORKER}, responses={204: {"description": "Stored"}}
+)
+def put_worker_location(where: Location) -> Response[Any]:
+    # Latest wins, so a retry is harmless: the Idempotency-Key is required (the contract) but
+    # not stored, which keeps 3k location writes a second away from Postgres.
+    locations.report(app.caller.id, where)
+    return Response(204)
 
 
 lambda_handler = entrypoint(app)

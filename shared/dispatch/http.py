@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import psycopg
+import redis
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.logging import correlation_paths
@@ -54,6 +55,9 @@ class DispatchResolver(APIGatewayHttpResolver):
         self.exception_handler(DispatchError)(self._on_dispatch_error)
         self.exception_handler(RequestValidationError)(self._on_invalid_request)
         self.exception_handler(psycopg.OperationalError)(self._on_database_unavailable)
+        self.exception_handler([redis.ConnectionError, redis.TimeoutError])(
+            self._on_cache_unavailable
+        )
         self.exception_handler(Exception)(self._on_unexpected)
         self.not_found()(self._on_no_route)
 
@@ -161,6 +165,10 @@ class DispatchResolver(APIGatewayHttpResolver):
 
     def _on_database_unavailable(self, error: psycopg.OperationalError) -> Response[Any]:
         logger.warning("database unavailable", exc_info=error)
+        return error_response(Code.UNAVAILABLE, self.request_id)
+
+    def _on_cache_unavailable(self, error: Exception) -> Response[Any]:
+        logger.warning("redis unavailable", exc_info=error)
         return error_response(Code.UNAVAILABLE, self.request_id)
 
     def _on_unexpected(self, error: Exception) -> Response[Any]:

@@ -1,0 +1,78 @@
+"""Worker locations go to a real Redis (GEO), never to Postgres; Redis down is a clean 503."""
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from dispatch import db, locations
+from dispatch.config import settings
+from tests.support import Api, make_job, make_worker, worker
+
+
+@pytest.fixture
+def cache(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    client.delete(locations.POSITIONS, locations.LAST_SEEN)
+    locations.client.cache_clear()
+    yield client
+    client.delete(locations.POSITIONS, locations.LAST_SEEN)
+
+
+def test_a_reported_location_lands_in_redis_only(
+    api: Api, conn: db.Connection, cache: redis.Redis
+) -> None:
+    before = time.time()
+    reply = api.call("PUT", "/workers/me/location", worker(1), {"lat": 12.9716, "lng": 77.5946})
+    assert (reply.status, reply.body) == (204, None)
+    ((lng, lat),) = cache.geopos(locations.POSITIONS, "worker-1")
+    assert (round(lat, 4), round(lng, 4)) == (12.9716, 77.5946)
+    seen = cache.zscore(locations.LAST_SEEN, "worker-1")
+    assert seen is not None and before <= seen <= time.time()
+    # Nothing of it in Postgres, not even an idempotency key.
+    assert conn.execute("SELECT count(*) AS n FROM idempotency_keys").fetchone() == {"n": 0}
+    assert conn.execute("SELECT count(*) AS n FROM workers").fetchone() == {"n": 0}
+
+
+def test_the_latest_position_wins(api: Api, cache: redis.Redis) -> None:
+    for lat in (10.0, 11.0, 12.5):
+        api.call("PUT", "/workers/me/location", worker(1), {"lat": lat, "lng": 77.0})
+    ((_, lat),) = cache.geopos(locations.POSITIONS, "worker-1")
+    assert round(lat, 3) == 12.5
+    assert cache.zcard(locations.POSITIONS) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"lat": 91, "lng": 0}, {"lat": 0, "lng": 181}, {"lat": "1", "lng": 2}, {"lat": 1}, {}],
+)
+def test_bad_locations_are_refused(api: Api, cache: redis.Redis, body: object) -> None:
+    reply = api.call("PUT", "/workers/me/location", worker(1), body)
+    assert (reply.status, reply.code) == (400, "VALIDATION_FAILED")
+    assert cache.zcard(locations.POSITIONS) == 0
+
+
+def test_only_workers_report_locations(api: Api) -> None:
+    reply = api.call(
+        "PUT", "/workers/me/location", ("business-1", "business"), {"lat": 1, "lng": 2}
+    )
+    assert (reply.status, reply.code) == (403, "FORBIDDEN")
+
+
+def test_redis_down_is_503_for_locations_while_claims_go_on(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:9/0")  # nothing listens there
+    settings.cache_clear()
+    locations.client.cache_clear()
+    try:
+        down = api.call("PUT", "/workers/me/location", worker(1), {"lat": 1, "lng": 2})
+        assert (down.status, down.code) == (503, "UNAVAILABLE")
+        job = make_job(api)
+        make_worker(api, worker(1))
+        assert api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {}).status == 200
+    finally:
+        monkeypatch.undo()
+        settings.cache_clear()
+        locations.client.cache_clear()
