@@ -1,16 +1,32 @@
-"""GET /jobs/{job_id} and GET /jobs/{job_id}/events: for the owner, the assignee and ops."""
+"""GET /jobs/nearby for workers; GET /jobs/{job_id} and GET /jobs/{job_id}/events for the owner,
+the assignee and ops."""
 
+from typing import Annotated
 from uuid import UUID
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from dispatch import db
 from dispatch.auth import Role
 from dispatch.http import DispatchResolver, entrypoint
 from dispatch.jobs import queries
-from dispatch.jobs.models import Job, JobEvents
+from dispatch.jobs.models import Job, JobEvents, NearbyJobs
 from dispatch.openapi import answers
 
 app = DispatchResolver()
 READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}
+
+
+# Registered before /jobs/<job_id>, so that "nearby" is never read as a job id.
+@app.endpoint("GET", "/jobs/nearby", roles={Role.WORKER}, responses=answers(200, NearbyJobs))
+def nearby(
+    lat: Annotated[float, Query(ge=-90, le=90)],
+    lng: Annotated[float, Query(ge=-180, le=180)],
+    radius_m: Annotated[float, Query(gt=0, le=50_000)] = 3_000,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> NearbyJobs:
+    worker = app.caller
+    return db.run(lambda conn: queries.nearby_jobs(conn, worker.id, lat, lng, radius_m, limit))
 
 
 @app.endpoint("GET", "/jobs/<job_id>", roles=READERS, responses=answers(200, Job))

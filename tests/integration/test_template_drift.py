@@ -79,9 +79,7 @@ def test_every_contract_route_is_served_by_exactly_one_function() -> None:
                 served.setdefault(key, []).append(logical_id)
     assert len(table) == 11, "could not read the route table of the contract"
     expected = {f"{method} {route_path(path)}" for method, path in table}
-    # Worker locations and nearby search arrive with their issue.
-    not_yet = {"GET /jobs/nearby"}
-    assert expected - not_yet <= set(served), sorted(expected - not_yet - set(served))
+    assert expected <= set(served), sorted(expected - set(served))
     assert all(len(functions) == 1 for functions in served.values()), served
 
 

@@ -5,6 +5,7 @@ from uuid import UUID
 
 from psycopg import errors
 
+from dispatch import geo
 from dispatch.auth import Caller
 from dispatch.config import settings
 from dispatch.db import Connection
@@ -33,6 +34,7 @@ def create_job(conn: Connection, business_id: str, spec: CreateJob) -> Job:
             "window_end": spec.window.end,
             "event_type": "job.created",
             "actor": business_id,
+            **geo.cells_of(spec.location.lat, spec.location.lng),
         },
     ).fetchone()
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises

@@ -111,3 +111,11 @@ class JobEvent(BaseModel):
 
 class JobEvents(BaseModel):
     events: list[JobEvent]
+
+
+class NearbyJob(Job):
+    distance_m: float
+
+
+class NearbyJobs(BaseModel):
+    jobs: list[NearbyJob]

@@ -2,11 +2,12 @@
 
 from uuid import UUID
 
+from dispatch import geo
 from dispatch.auth import Caller, Role
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
 from dispatch.jobs import sql
-from dispatch.jobs.models import Job, JobEvent, JobEvents
+from dispatch.jobs.models import Job, JobEvent, JobEvents, NearbyJob, NearbyJobs
 
 
 def can_view(caller: Caller, job: Job) -> bool:
@@ -30,3 +31,27 @@ def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
     visible_job(conn, caller, job_id)
     rows = conn.execute(sql.EVENTS_OF_JOB, {"job_id": job_id}).fetchall()
     return JobEvents(events=[JobEvent.model_validate(row) for row in rows])
+
+
+def nearby_jobs(
+    conn: Connection, worker_id: str, lat: float, lng: float, radius_m: float, limit: int
+) -> NearbyJobs:
+    """Open jobs within `radius_m`, nearest first, only those whose skills the worker has."""
+    resolution, cells = geo.cells_around(lat, lng, radius_m)
+    rows = conn.execute(
+        sql.NEARBY_JOBS[resolution],
+        {
+            "lat": lat,
+            "lng": lng,
+            "cells": cells,
+            "worker_id": worker_id,
+            "radius_m": radius_m,
+            "limit": limit,
+        },
+    ).fetchall()
+    return NearbyJobs(
+        jobs=[
+            NearbyJob(**Job.from_row(row).model_dump(), distance_m=round(row["distance_m"], 1))
+            for row in rows
+        ]
+    )

@@ -5,12 +5,16 @@ claimers exactly one matches and the rest match zero rows. No SELECT ... FOR UPD
 advisory lock, no retry loop.
 """
 
+from typing import LiteralString
+
 from dispatch.outbox import with_event
 
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
-    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
-    VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s)
+    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end,
+                      cell_r5, cell_r6, cell_r7)
+    VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
+            %(cell_r5)s, %(cell_r6)s, %(cell_r7)s)
     RETURNING *
 """)
 
@@ -142,3 +146,27 @@ REOPEN_EXPIRED = with_event("""
        AND j.lease_expires_at <= now()
     RETURNING j.*, expired.previous_assignee_id
 """)
+
+
+def _nearby(cell: LiteralString) -> LiteralString:
+    """Open jobs around a point the worker is qualified for: the cells around the point through
+    the partial index of open jobs, then the exact distance, nearest first."""
+    return f"""
+SELECT * FROM (
+    SELECT j.*, dispatch_distance_m(%(lat)s, %(lng)s, j.lat, j.lng) AS distance_m
+      FROM jobs j
+     WHERE j.status = 'open'
+       AND j.{cell} = ANY(%(cells)s::bigint[])
+       AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{{}}')
+) near
+WHERE distance_m <= %(radius_m)s
+ORDER BY distance_m
+LIMIT %(limit)s
+"""
+
+
+NEARBY_JOBS: dict[int, LiteralString] = {
+    5: _nearby("cell_r5"),
+    6: _nearby("cell_r6"),
+    7: _nearby("cell_r7"),
+}

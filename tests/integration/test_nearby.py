@@ -1,0 +1,164 @@
+"""GET /jobs/nearby: exact at the edge, right across the antimeridian and near the poles,
+nearest first, qualified and open only, through the cell index (no extension)."""
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dispatch.db import Connection
+from dispatch.jobs import commands, queries
+from dispatch.jobs.models import CreateJob
+from tests.support import Api, job_body, make_worker, walk_to, worker
+
+EARTH_M = 6371008.8
+WASHER = worker("washer")
+
+
+def destination(lat: float, lng: float, bearing_deg: float, metres: float) -> tuple[float, float]:
+    """The point `metres` away on the sphere, along `bearing_deg` from north."""
+    d, b = metres / EARTH_M, math.radians(bearing_deg)
+    p1, l1 = math.radians(lat), math.radians(lng)
+    p2 = math.asin(math.sin(p1) * math.cos(d) + math.cos(p1) * math.sin(d) * math.cos(b))
+    l2 = l1 + math.atan2(
+        math.sin(b) * math.sin(d) * math.cos(p1), math.cos(d) - math.sin(p1) * math.sin(p2)
+    )
+    return math.degrees(p2), (math.degrees(l2) + 540) % 360 - 180
+
+
+def haversine(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    a = (
+        math.sin((p2 - p1) / 2) ** 2
+        + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lng2 - lng1) / 2) ** 2
+    )
+    return 2 * EARTH_M * math.asin(min(1.0, math.sqrt(a)))
+
+
+def job_at(conn: Connection, lat: float, lng: float, skills: list[str] | None = None) -> str:
+    spec = CreateJob.model_validate(
+        {**job_body(), "location": {"lat": lat, "lng": lng}, "skills": skills or []}
+    )
+    return str(commands.create_job(conn, "business-1", spec).id)
+
+
+def nearby(api: Api, lat: float, lng: float, **params: Any) -> Any:
+    query = "&".join(f"{k}={v}" for k, v in {"lat": lat, "lng": lng, **params}.items())
+    return api.call("GET", f"/jobs/nearby?{query}", WASHER, key=None)
+
+
+@pytest.mark.parametrize(
+    ("lat", "lng"),
+    [
+        (12.9716, 77.5946),
+        (0.0, 179.999),
+        (0.0, -179.999),
+        (89.98, 10.0),
+        (-89.98, -170.0),
+        (60.0, 0.0),
+    ],
+)
+def test_exact_at_the_edge_everywhere(api: Api, conn: Connection, lat: float, lng: float) -> None:
+    make_worker(api, WASHER, ["wash"])
+    inside = [job_at(conn, *destination(lat, lng, b, 2_900)) for b in (0, 90, 180, 270, 45)]
+    outside = [job_at(conn, *destination(lat, lng, b, 3_100)) for b in (0, 90, 180, 270, 45)]
+    reply = nearby(api, lat, lng)
+    assert reply.status == 200, reply.body
+    found = [j["id"] for j in reply.body["jobs"]]
+    assert sorted(found) == sorted(inside)
+    assert not set(found) & set(outside)
+    assert all(2_850 < j["distance_m"] < 2_950 for j in reply.body["jobs"])
+
+
+def test_across_the_antimeridian_both_ways(api: Api, conn: Connection) -> None:
+    make_worker(api, WASHER)
+    east = job_at(conn, 0.0, 179.99)
+    west = job_at(conn, 0.0, -179.99)
+    for lng in (179.995, -179.995):
+        found = {j["id"] for j in nearby(api, 0.0, lng).body["jobs"]}
+        assert found == {east, west}
+
+
+def test_nearest_first_with_distances(api: Api, conn: Connection) -> None:
+    make_worker(api, WASHER)
+    far, near, middle = (job_at(conn, *destination(10, 10, 30, m)) for m in (2_500, 300, 1_200))
+    jobs = nearby(api, 10, 10).body["jobs"]
+    assert [j["id"] for j in jobs] == [near, middle, far]
+    assert [round(j["distance_m"], -2) for j in jobs] == [300, 1_200, 2_500]
+    assert set(jobs[0]) >= {"id", "status", "version", "location", "distance_m"}
+
+
+def test_only_open_jobs_the_worker_is_qualified_for(api: Api, conn: Connection) -> None:
+    make_worker(api, WASHER, ["wash"])
+    open_wash = job_at(conn, 10.0, 10.001, ["wash"])
+    job_at(conn, 10.0, 10.002, ["wash", "wax"])  # needs a skill the washer lacks
+    taken = walk_to(api, "assigned", holder=worker("other"))  # at the default test location
+    found = {j["id"] for j in nearby(api, 10.0, 10.0).body["jobs"]}
+    assert found == {open_wash}
+    near_taken = {j["id"] for j in nearby(api, 12.9716, 77.5946).body["jobs"]}
+    assert taken["id"] not in near_taken
+
+
+def test_wide_searches_use_coarser_cells_and_stay_exact(api: Api, conn: Connection) -> None:
+    make_worker(api, WASHER)
+    inside = job_at(conn, *destination(45, 7, 120, 39_000))
+    job_at(conn, *destination(45, 7, 300, 41_000))
+    found = [j["id"] for j in nearby(api, 45, 7, radius_m=40_000).body["jobs"]]
+    assert found == [inside]
+
+
+def test_limit_and_radius_bounds(api: Api, conn: Connection) -> None:
+    make_worker(api, WASHER)
+    for n in range(5):
+        job_at(conn, *destination(10, 10, n * 70, 100 + n))
+    assert len(nearby(api, 10, 10, limit=3).body["jobs"]) == 3
+    for bad in ({"radius_m": 50_001}, {"radius_m": 0}, {"limit": 201}, {"limit": 0}):
+        reply = nearby(api, 10, 10, **bad)
+        assert (reply.status, reply.code) == (400, "VALIDATION_FAILED"), bad
+    for lat, lng in ((91, 0), (0, 181), ("nan", 0), ("x", 0)):
+        assert nearby(api, lat, lng).status == 400
+    business = api.call("GET", "/jobs/nearby?lat=1&lng=1", ("business-1", "business"), key=None)
+    assert business.status == 403
+
+
+def test_the_search_goes_through_the_cell_index(conn: Connection) -> None:
+    for n in range(3_000):
+        job_at(conn, *destination(12.97, 77.59, (n * 37) % 360, (n * 97) % 60_000))
+    conn.execute("ANALYZE jobs")
+    resolution, cells = queries.geo.cells_around(12.97, 77.59, 3_000)
+    params = {
+        "lat": 12.97,
+        "lng": 77.59,
+        "cells": cells,
+        "worker_id": "w",
+        "radius_m": 3000,
+        "limit": 50,
+    }
+    plan = "\n".join(
+        r["QUERY PLAN"]
+        for r in conn.execute("EXPLAIN " + queries.sql.NEARBY_JOBS[resolution], params)
+    )
+    assert f"jobs_open_cell_r{resolution}" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lat=st.floats(-89.9, 89.9),
+    lng=st.floats(-180, 180),
+    radius=st.sampled_from([500, 3_000, 12_000, 45_000]),
+)
+def test_same_answer_as_brute_force(conn: Connection, lat: float, lng: float, radius: int) -> None:
+    conn.execute("TRUNCATE jobs, job_events CASCADE")
+    # Distances from 0.1 to 2 radii, none within 0.5% of the edge (where the last bits of two
+    # floating-point computations could disagree).
+    factors = [0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99, 0.995, 1.005, 1.01, 1.05, 1.2, 1.5, 2.0]
+    points = [destination(lat, lng, (i * 47) % 360, radius * f) for i, f in enumerate(factors)]
+    ids = {job_at(conn, *p): p for p in points}
+    expected = {i for i, p in ids.items() if haversine(lat, lng, *p) <= radius}
+    found = queries.nearby_jobs(conn, "w", lat, lng, radius, 200).jobs
+    assert {str(j.id) for j in found} == expected
