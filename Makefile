@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper bench-outbox template-lint package clean
+.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper bench-outbox bench-geo template-lint package clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,3 +60,11 @@ bench-sweeper: $(STAMP)
 ## Outbox benchmark: drain a 100k event backlog with the relay vs a naive row-at-a-time loop.
 bench-outbox: $(STAMP)
 	$(BIN)/python -m bench.outbox
+
+## Geo benchmark: nearby at 1M jobs vs PostGIS (installed for the benchmark only), and
+## location updates through the handler vs a bare GEOADD loop.
+bench-geo: $(STAMP)
+	@psql "$${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/test}" -Atc "SELECT 1 FROM pg_available_extensions WHERE name = 'postgis'" 2>/dev/null | grep -q 1 \
+	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15-postgis-3) \
+	  || echo "PostGIS could not be installed: the PostGIS side will be reported as missing"
+	$(BIN)/python -m bench.geo
