@@ -1,10 +1,13 @@
-"""H3 cells for nearby search: which cells a job is in, which cells a search must look at."""
+"""H3 cells for nearby search: which cells a job is in, and which cells a search looks at,
+nearest rings first, so that it can stop as soon as nothing further can be nearer."""
 
 import math
+from collections.abc import Iterator
 
 import h3
 
-RESOLUTIONS = (5, 6, 7)
+RESOLUTIONS = (5, 6, 7, 8, 9)
+SLACK = 1.2  # neighbouring H3 cells differ a little in size; bounds allow for it
 
 
 def cells_of(lat: float, lng: float) -> dict[str, int]:
@@ -13,20 +16,37 @@ def cells_of(lat: float, lng: float) -> dict[str, int]:
 
 
 def resolution_for(radius_m: float) -> int:
-    """Coarse cells for wide searches, fine ones for close searches: about 100-200 cells."""
-    return 7 if radius_m <= 5_000 else 6 if radius_m <= 20_000 else 5
+    """Fine cells for close searches (dense places), coarser ones for wide searches."""
+    return 9 if radius_m <= 5_000 else 8 if radius_m <= 15_000 else 7
 
 
-def cells_around(lat: float, lng: float, radius_m: float) -> tuple[int, list[int]]:
-    """Every cell that may hold a point within `radius_m`, at the chosen resolution.
+def _edge_m(cell: str) -> float:
+    """The edge of a hexagon of this cell's area (cells near it are about the same size)."""
+    return math.sqrt(2 * h3.cell_area(cell, "m^2") / (3 * math.sqrt(3)))
 
-    A point within r of the centre lies in a cell whose centre is within r + one edge of it,
-    and the centre's own cell centre is within one edge of the centre; rings of neighbours
-    step at least sqrt(3) x the shortest edge. H3 edges vary by about 1.5x either way of the
-    average over the globe, hence the margins.
+
+def nearest_possible_m(ring: int, edge: float) -> float:
+    """A lower bound on the distance from the search point to anything in ring `ring`.
+
+    Ring k's centres are at least 1.5 k edges from the origin cell's centre; the point is
+    within one edge of that centre and a cell's points within one edge of its own centre.
     """
+    return max(0.0, 1.5 * ring * edge / SLACK - 2 * edge * SLACK)
+
+
+def ring_bands(lat: float, lng: float, radius_m: float) -> Iterator[tuple[int, list[int], float]]:
+    """(resolution, cells, distance nothing beyond this band can beat), nearest bands first,
+    until the rings cannot hold anything within `radius_m`."""
     resolution = resolution_for(radius_m)
-    edge = h3.average_hexagon_edge_length(resolution, "m")
-    rings = math.ceil((radius_m + 3 * edge) / (math.sqrt(3) * edge / 1.5))
     origin = h3.latlng_to_cell(lat, lng, resolution)
-    return resolution, [h3.str_to_int(c) for c in h3.grid_disk(origin, rings)]
+    edge = _edge_m(origin)
+    first, size = 0, 3
+    while nearest_possible_m(first, edge) <= radius_m:
+        last = first + size - 1
+        cells = [
+            h3.str_to_int(cell)
+            for ring in range(first, last + 1)
+            for cell in (h3.grid_ring(origin, ring) if ring else [origin])
+        ]
+        yield resolution, cells, nearest_possible_m(last + 1, edge)
+        first, size = last + 1, size * 2

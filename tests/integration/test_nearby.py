@@ -127,7 +127,7 @@ def test_the_search_goes_through_the_cell_index(conn: Connection) -> None:
     for n in range(3_000):
         job_at(conn, *destination(12.97, 77.59, (n * 37) % 360, (n * 97) % 60_000))
     conn.execute("ANALYZE jobs")
-    resolution, cells = queries.geo.cells_around(12.97, 77.59, 3_000)
+    resolution, cells, _ = next(queries.geo.ring_bands(12.97, 77.59, 3_000))
     params = {
         "lat": 12.97,
         "lng": 77.59,
@@ -162,3 +162,6 @@ def test_same_answer_as_brute_force(conn: Connection, lat: float, lng: float, ra
     expected = {i for i, p in ids.items() if haversine(lat, lng, *p) <= radius}
     found = queries.nearby_jobs(conn, "w", lat, lng, radius, 200).jobs
     assert {str(j.id) for j in found} == expected
+    # With a small limit the search stops early: it must still return the true nearest.
+    nearest = sorted(expected, key=lambda i: haversine(lat, lng, *ids[i]))[:3]
+    assert [str(j.id) for j in queries.nearby_jobs(conn, "w", lat, lng, radius, 3).jobs] == nearest

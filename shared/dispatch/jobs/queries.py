@@ -1,5 +1,6 @@
 """Reads of jobs, with who may see what: the owning business, the assignee, ops."""
 
+from typing import Any
 from uuid import UUID
 
 from dispatch import geo
@@ -36,22 +37,30 @@ def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
 def nearby_jobs(
     conn: Connection, worker_id: str, lat: float, lng: float, radius_m: float, limit: int
 ) -> NearbyJobs:
-    """Open jobs within `radius_m`, nearest first, only those whose skills the worker has."""
-    resolution, cells = geo.cells_around(lat, lng, radius_m)
-    rows = conn.execute(
-        sql.NEARBY_JOBS[resolution],
-        {
-            "lat": lat,
-            "lng": lng,
-            "cells": cells,
-            "worker_id": worker_id,
-            "radius_m": radius_m,
-            "limit": limit,
-        },
-    ).fetchall()
+    """Open jobs within `radius_m`, nearest first, only those whose skills the worker has.
+
+    Band after band of rings from the nearest, each through the cell index; it stops once
+    `limit` jobs are in hand and nothing in the next band could be nearer than the last.
+    """
+    found: list[dict[str, Any]] = []
+    for resolution, cells, beyond_m in geo.ring_bands(lat, lng, radius_m):
+        found += conn.execute(
+            sql.NEARBY_JOBS[resolution],
+            {
+                "lat": lat,
+                "lng": lng,
+                "cells": cells,
+                "worker_id": worker_id,
+                "radius_m": radius_m,
+                "limit": limit,
+            },
+        ).fetchall()
+        found = sorted(found, key=lambda row: row["distance_m"])[:limit]
+        if len(found) == limit and found[-1]["distance_m"] <= beyond_m:
+            break
     return NearbyJobs(
         jobs=[
             NearbyJob(**Job.from_row(row).model_dump(), distance_m=round(row["distance_m"], 1))
-            for row in rows
+            for row in found
         ]
     )
