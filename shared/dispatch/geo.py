@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import h3
 
-RESOLUTIONS = (5, 6, 7, 8, 9)
+RESOLUTIONS = (7, 8, 9)
 SLACK = 1.2  # neighbouring H3 cells differ a little in size; bounds allow for it
 
 

@@ -12,9 +12,9 @@ from dispatch.outbox import with_event
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
     INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end,
-                      cell_r5, cell_r6, cell_r7, cell_r8, cell_r9)
+                      cell_r7, cell_r8, cell_r9)
     VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
-            %(cell_r5)s, %(cell_r6)s, %(cell_r7)s, %(cell_r8)s, %(cell_r9)s)
+            %(cell_r7)s, %(cell_r8)s, %(cell_r9)s)
     RETURNING *
 """)
 
