@@ -7,13 +7,17 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+import redis
 
-from dispatch import db, migrations
+from dispatch import db, locations, migrations
 from dispatch.config import settings
 from dispatch_local import REPO_ROOT
 from tests.support import Api
 
-TABLES = "jobs, job_events, idempotency_keys, workers, photos, consumed_events"
+TABLES = (
+    "jobs, job_events, idempotency_keys, workers, photos, consumed_events,"
+    " offer_waves, job_offers, offer_events"
+)
 
 
 def _admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -56,6 +60,9 @@ def aws_stand_in() -> str:
     embedded.ensure_bucket(os.environ.setdefault("PHOTO_BUCKET", "dispatch-photos-test"))
     os.environ.setdefault("EVENT_BUS_NAME", "dispatch-test")
     os.environ.setdefault("OUTBOX_QUEUE_URL", embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"]))
+    os.environ.setdefault(
+        "OFFER_QUEUE_URL", embedded.ensure_offer_queue(os.environ["EVENT_BUS_NAME"])
+    )
     return endpoint
 
 
@@ -93,3 +100,13 @@ def conn(database_url: str) -> Iterator[db.Connection]:
 @pytest.fixture
 def api(conn: db.Connection) -> Api:
     return Api()
+
+
+@pytest.fixture
+def cache(redis_url: str) -> Iterator[redis.Redis]:
+    """The real Redis, worker positions emptied before and after."""
+    client = redis.Redis.from_url(redis_url)
+    client.delete(locations.POSITIONS, locations.LAST_SEEN)
+    locations.client.cache_clear()
+    yield client
+    client.delete(locations.POSITIONS, locations.LAST_SEEN)

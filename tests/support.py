@@ -1,6 +1,7 @@
 """Test helpers: invoking the Lambda handlers in-process with real events, and small factories."""
 
 import json
+import math
 import threading
 import uuid
 from collections.abc import Callable
@@ -8,9 +9,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import boto3
+
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext, http_api_event
-from dispatch_local.template import find, handler_of, routes
+from dispatch_local.gateway import deliver_batch
+from dispatch_local.template import find, handler_of, queue_consumers, routes
 
 # -- invoking handlers -------------------------------------------------------------------
 
@@ -189,3 +193,64 @@ def walk_to(api: Api, status: str, holder: Who, owner: Who = BUSINESS) -> dict[s
     if status == "in_progress":
         return job
     return step(api, job, holder, "complete")
+
+
+EARTH_M = 6371008.8
+
+
+def destination(lat: float, lng: float, bearing_deg: float, metres: float) -> tuple[float, float]:
+    """The point `metres` away on the sphere, along `bearing_deg` from north."""
+    d, b = metres / EARTH_M, math.radians(bearing_deg)
+    p1, l1 = math.radians(lat), math.radians(lng)
+    p2 = math.asin(math.sin(p1) * math.cos(d) + math.cos(p1) * math.sin(d) * math.cos(b))
+    l2 = l1 + math.atan2(
+        math.sin(b) * math.sin(d) * math.cos(p1), math.cos(d) - math.sin(p1) * math.sin(p2)
+    )
+    return math.degrees(p2), (math.degrees(l2) + 540) % 360 - 180
+
+
+# -- queues and the bus (moto) -------------------------------------------------------
+
+
+def consumer_of(queue: str) -> Callable[[dict[str, Any]], Any]:
+    """The function the template subscribes to `queue` (a logical id), as Lambda calls it."""
+    (consumer,) = (c for c in queue_consumers() if c.queue == queue)
+    return lambda event: handler_of(consumer)(event, LambdaContext(function_name=consumer.function))
+
+
+publisher = consumer_of("OutboxQueue")
+
+
+def drain(
+    url: str, consumer: Callable[[dict[str, Any]], Any] | None = None, rounds: int = 200
+) -> None:
+    """Deliver until the queue is empty (to the outbox publisher unless told), failed items
+    retried at once (time passing)."""
+    sqs = boto3.client("sqs")
+    for _ in range(rounds):
+        if (
+            deliver_batch(
+                sqs, url, 10, consumer or publisher, wait_seconds=0, retry_failed_now=True
+            )
+            == 0
+        ):
+            return
+    raise AssertionError("the queue never drained")
+
+
+def on_the_queue(url: str) -> list[str]:
+    """Take every message off a queue; their bodies, in the order received."""
+    sqs, bodies = boto3.client("sqs"), []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        bodies += [m["Body"] for m in messages]
+        sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
+        )
+    return bodies
+
+
+def on_the_bus(tap: str) -> list[dict[str, Any]]:
+    return [json.loads(body) for body in on_the_queue(tap)]

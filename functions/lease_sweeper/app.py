@@ -1,5 +1,6 @@
 """Scheduled every minute: reopen expired assignments, remove idempotency keys past 24 hours,
-and relay to the queue whatever events a crash or an SQS outage left unpublished."""
+relay to the queue whatever events a crash or an SQS outage left unpublished, and forget
+worker positions nobody has reported for an hour."""
 
 from dataclasses import asdict
 from typing import Any
@@ -7,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db, relay
+from dispatch import db, locations, relay
 from dispatch.config import settings
 from dispatch.observability import count, logger, metrics
 from dispatch.sweeper import sweep
@@ -32,5 +33,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
     metrics.add_metric(
         name="RelayLagSeconds", unit=MetricUnit.Seconds, value=db.run(relay.lag_seconds)
     )
-    logger.info("sweep done", extra={**asdict(report), "relayed": relayed})
-    return {**asdict(report), "relayed": relayed}
+    done = {
+        **asdict(report),
+        "relayed": relayed,
+        "positions_pruned": locations.prune_if_reachable(),
+    }
+    logger.info("sweep done", extra=done)
+    return done

@@ -1,4 +1,5 @@
 """SQS FIFO consumer: publishes job events to the EventBridge bus, reporting partial failures.
+An event that opens a job (created, reopened, released) also starts its round of offers.
 
 FIFO order is kept per job (message group): the FIFO batch processor stops at the first
 failure and hands the rest back, so a poison message holds up its own job only, and lands in
@@ -14,7 +15,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db
+from dispatch import db, offers
 from dispatch.jobs.models import JobEvent
 from dispatch.observability import logger, metrics
 from dispatch.publisher import publish, put_on_bus
@@ -25,7 +26,7 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 def publish_record(record: SQSRecord) -> None:
     event = JobEvent.model_validate_json(record.body)
-    db.run(lambda conn: publish(conn, event, put_on_bus))
+    db.run(lambda conn: publish(conn, event, put_on_bus, then=offers.start_round))
 
 
 @logger.inject_lambda_context(clear_state=True)

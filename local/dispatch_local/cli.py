@@ -57,6 +57,8 @@ def dev(args: argparse.Namespace) -> None:
     embedded.ensure_bucket(settings().photo_bucket)
     if not os.environ.get("OUTBOX_QUEUE_URL"):
         os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox(settings().event_bus_name)
+    if not os.environ.get("OFFER_QUEUE_URL"):
+        os.environ["OFFER_QUEUE_URL"] = embedded.ensure_offer_queue(settings().event_bus_name)
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
     migrate()
@@ -68,7 +70,9 @@ def dev(args: argparse.Namespace) -> None:
     stack.run_schedules(
         lambda s: sweep_every if s.function == "LeaseSweeperFunction" else s.every_seconds
     )
-    stack.run_queue_consumers({"OutboxQueue": os.environ["OUTBOX_QUEUE_URL"]})
+    stack.run_queue_consumers(
+        {"OutboxQueue": os.environ["OUTBOX_QUEUE_URL"], "OfferQueue": os.environ["OFFER_QUEUE_URL"]}
+    )
     # Ctrl-C or a plain kill both stop everything this command started (embedded servers
     # included, by their exit hooks), even when a shell started us with SIGINT ignored.
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
@@ -78,6 +82,7 @@ def dev(args: argparse.Namespace) -> None:
         f"  token: .venv/bin/dispatch token --sub worker-1 --role worker\n"
         f"  AWS stand-ins: {os.environ['AWS_ENDPOINT_URL']}, lease sweep every {sweep_every} s\n"
         f"  every event published to the bus prints a 'published' log line here\n"
+        f"  (offer.created too: report a location near a new job to get one)\n"
         f"  Ctrl-C stops everything.",
         flush=True,
     )

@@ -122,3 +122,26 @@ def ensure_outbox(bus_name: str) -> str:
     if bus_name not in {b["Name"] for b in events.list_event_buses()["EventBuses"]}:
         events.create_event_bus(Name=bus_name)
     return queue_url
+
+
+def offer_dlq_name(bus_name: str) -> str:
+    return f"{bus_name}-offers-dlq"
+
+
+def ensure_offer_queue(bus_name: str) -> str:
+    """The standard queue of offer waves (per-message delays), with its dead-letter queue."""
+    import json as _json
+
+    import boto3
+
+    sqs = boto3.client("sqs")
+    dlq_url = sqs.create_queue(QueueName=offer_dlq_name(bus_name))["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}
+    queue_url: str = sqs.create_queue(
+        QueueName=f"{bus_name}-offers",
+        Attributes={"VisibilityTimeout": "60", "RedrivePolicy": _json.dumps(redrive)},
+    )["QueueUrl"]
+    return queue_url

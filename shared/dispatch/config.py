@@ -1,9 +1,37 @@
 """Configuration from the environment, parsed once per execution environment (cold start)."""
 
 from functools import cache
+from typing import Annotated, NamedTuple
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Wave(NamedTuple):
+    """One wave of offers: up to `size` workers within `radius_m` of the job."""
+
+    size: int
+    radius_m: int
+
+
+def _waves(value: object) -> object:
+    """`DISPATCH_OFFER_WAVES=3@3000,10@5000,25@8000`: size@radius_m, in order."""
+    if not isinstance(value, str):
+        return value
+    waves = []
+    for item in value.split(","):
+        size, _, radius = item.strip().partition("@")
+        waves.append(Wave(int(size), int(radius)))
+    return waves
+
+
+def _positive_waves(waves: list[Wave]) -> list[Wave]:
+    if not waves or any(w.size <= 0 or w.radius_m <= 0 for w in waves):
+        raise ValueError("offer waves need a positive size and radius each, and at least one")
+    return waves
+
+
+Waves = Annotated[list[Wave], NoDecode, BeforeValidator(_waves), AfterValidator(_positive_waves)]
 
 
 class Settings(BaseSettings):
@@ -32,6 +60,25 @@ class Settings(BaseSettings):
     event_bus_name: str = Field("dispatch", validation_alias="EVENT_BUS_NAME")
     relay_batch_size: int = Field(1000, gt=0, validation_alias="DISPATCH_RELAY_BATCH_SIZE")
     relay_claim_seconds: int = Field(30, gt=0, validation_alias="DISPATCH_RELAY_CLAIM_SECONDS")
+    # Locations (Redis GEO): positions older than this are ignored by offers; the sweeper
+    # prunes positions older than the keep period.
+    location_fresh_seconds: int = Field(
+        120, gt=0, validation_alias="DISPATCH_LOCATION_FRESH_SECONDS"
+    )
+    location_keep_seconds: int = Field(
+        3600, gt=0, validation_alias="DISPATCH_LOCATION_KEEP_SECONDS"
+    )
+    # Offers in waves. No queue URL: no offers are made (publishing is unaffected).
+    offer_queue_url: str | None = Field(None, validation_alias="OFFER_QUEUE_URL")
+    offer_waves: Waves = Field(
+        [Wave(3, 3000), Wave(10, 5000), Wave(25, 8000)], validation_alias="DISPATCH_OFFER_WAVES"
+    )
+    # The gap between waves (an SQS message delay, so at most 900 s).
+    offer_wave_interval_seconds: int = Field(
+        60, ge=0, le=900, validation_alias="DISPATCH_OFFER_WAVE_INTERVAL_SECONDS"
+    )
+    # Nearest positions read per wave before the database filters (skills, busy, offered).
+    offer_candidate_limit: int = Field(500, gt=0, validation_alias="DISPATCH_OFFER_CANDIDATE_LIMIT")
     photo_bucket: str = Field("dispatch-photos-local", validation_alias="PHOTO_BUCKET")
     photo_upload_seconds: int = Field(900, gt=0, validation_alias="DISPATCH_PHOTO_UPLOAD_SECONDS")
 

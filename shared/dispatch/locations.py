@@ -11,6 +11,7 @@ import redis
 
 from dispatch.config import settings
 from dispatch.jobs.models import Location
+from dispatch.observability import logger
 
 POSITIONS = "dispatch:workers:positions"
 LAST_SEEN = "dispatch:workers:seen"
@@ -30,3 +31,61 @@ def report(worker_id: str, where: Location, now: float | None = None) -> None:
     pipe.geoadd(POSITIONS, (where.lng, where.lat, worker_id))
     pipe.zadd(LAST_SEEN, {worker_id: time.time() if now is None else now})
     pipe.execute()
+
+
+def fresh_nearby(
+    around: Location, radius_m: float, limit: int, now: float | None = None
+) -> list[tuple[str, float]]:
+    """Workers seen within the freshness period and within `radius_m`: (id, metres), nearest
+    first. Two round trips: the nearest `limit` positions, then when each was last seen."""
+    r = client()
+    found: list[tuple[bytes, float]] = r.geosearch(  # type: ignore[assignment]  # WITHDIST pairs
+        POSITIONS,
+        longitude=around.lng,
+        latitude=around.lat,
+        radius=radius_m,
+        unit="m",
+        sort="ASC",
+        count=limit,
+        withdist=True,
+    )
+    if not found:
+        return []
+    seen = r.zmscore(LAST_SEEN, [worker_id.decode() for worker_id, _ in found])
+    cutoff = (time.time() if now is None else now) - settings().location_fresh_seconds
+    return [
+        (worker_id.decode(), float(distance))
+        for (worker_id, distance), last_seen in zip(found, seen, strict=True)
+        if last_seen is not None and last_seen >= cutoff
+    ]
+
+
+# Atomic, so a worker who reports between the read and the removal keeps the new position.
+# At most 1000 per call: Lua's unpack() has a bounded stack.
+_PRUNE = """
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, 1000)
+if #gone > 0 then
+  redis.call('ZREM', KEYS[1], unpack(gone))
+  redis.call('ZREM', KEYS[2], unpack(gone))
+end
+return #gone
+"""
+
+
+def prune(now: float | None = None) -> int:
+    """Forget positions not reported for the keep period; returns how many went."""
+    cutoff = (time.time() if now is None else now) - settings().location_keep_seconds
+    script = client().register_script(_PRUNE)
+    total = 0
+    while removed := int(script(keys=[POSITIONS, LAST_SEEN], args=[cutoff])):
+        total += removed
+    return total
+
+
+def prune_if_reachable() -> int:
+    """The sweeper's housekeeping: an unreachable Redis must not fail the sweep."""
+    try:
+        return prune()
+    except redis.RedisError as error:
+        logger.warning("locations not pruned", extra={"error": repr(error)})
+        return 0

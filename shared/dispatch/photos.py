@@ -3,13 +3,12 @@
 Presigning is local signing, no network call, so it may happen inside the transaction.
 """
 
-from functools import cache
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 
-import boto3
 from pydantic import BaseModel
 
+from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.jobs.models import Strict
@@ -35,19 +34,13 @@ class AttachPhoto(Strict):
     photo_id: UUID
 
 
-@cache
-def s3() -> Any:
-    """One client per execution environment; AWS_ENDPOINT_URL points it at a stand-in locally."""
-    return boto3.client("s3")
-
-
 def create_upload(conn: Connection, owner_id: str, request: PhotoRequest) -> PhotoUpload:
     row = conn.execute(
         CREATE_PHOTO, {"owner_id": owner_id, "content_type": request.content_type}
     ).fetchone()
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
     expires_in = settings().photo_upload_seconds
-    url = s3().generate_presigned_url(
+    url = aws.client("s3").generate_presigned_url(
         "put_object",
         Params={
             "Bucket": settings().photo_bucket,

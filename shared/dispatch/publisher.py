@@ -6,12 +6,9 @@ outside any transaction, so a crash between the two can repeat a put; bus consum
 the same id.
 """
 
-from collections.abc import Callable
-from functools import cache
-from typing import Any
+from collections.abc import Callable, Sequence
 
-import boto3
-
+from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.jobs.models import JobEvent
@@ -35,41 +32,58 @@ class PublishFailed(Exception):
     pass
 
 
-def publish(conn: Connection, event: JobEvent, put: Put) -> bool:
-    """Put `event` on the bus unless it already was; True when this call put it."""
+def publish(
+    conn: Connection, event: JobEvent, put: Put, then: Callable[[JobEvent], object] | None = None
+) -> bool:
+    """Put `event` on the bus unless it already was; True when this call put it. `then` runs
+    after the put and before the record (the offer round an opening event starts), so a failure
+    there retries both; repeats are harmless (bus consumers dedupe, a wave runs once)."""
     key = {"consumer": CONSUMER, "event_id": event.id}
     if conn.execute(ALREADY_PUBLISHED, key).fetchone():
         return False
     put(event)
+    if then is not None:
+        then(event)
     conn.execute(RECORD_PUBLISHED, key)
-    count("EventsPublished")
-    logger.info(
-        "published",
-        extra={
-            "event_id": str(event.id),
-            "type": event.type,
-            "job_id": str(event.job_id),
-            "version": event.version,
-        },
-    )
+    announce([event])
     return True
 
 
-@cache
-def _events() -> Any:
-    return boto3.client("events")
+def announce(events: Sequence[JobEvent]) -> None:
+    """Count and log what went onto the bus: one "published" line per event."""
+    count("EventsPublished", len(events))
+    for event in events:
+        logger.info(
+            "published",
+            extra={
+                "event_id": str(event.id),
+                "type": event.type,
+                "job_id": str(event.job_id),
+                "version": event.version,
+            },
+        )
+
+
+PUT_EVENTS_MAX = 10  # entries per PutEvents call
 
 
 def put_on_bus(event: JobEvent) -> None:
-    result = _events().put_events(
-        Entries=[
-            {
-                "Source": SOURCE,
-                "DetailType": event.type,
-                "Detail": event.model_dump_json(),
-                "EventBusName": settings().event_bus_name,
-            }
-        ]
-    )
-    if result.get("FailedEntryCount"):
-        raise PublishFailed(result["Entries"][0].get("ErrorMessage", "put_events failed"))
+    put_all_on_bus([event])
+
+
+def put_all_on_bus(events: Sequence[JobEvent]) -> None:
+    for start in range(0, len(events), PUT_EVENTS_MAX):
+        result = aws.client("events").put_events(
+            Entries=[
+                {
+                    "Source": SOURCE,
+                    "DetailType": event.type,
+                    "Detail": event.model_dump_json(),
+                    "EventBusName": settings().event_bus_name,
+                }
+                for event in events[start : start + PUT_EVENTS_MAX]
+            ]
+        )
+        if result.get("FailedEntryCount"):
+            failed = next(e for e in result["Entries"] if e.get("ErrorCode"))
+            raise PublishFailed(failed.get("ErrorMessage", "put_events failed"))

@@ -8,13 +8,9 @@ deduplication id, and consumers dedupe by event id anyway).
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
-from typing import Any
 from uuid import UUID
 
-import boto3
-
-from dispatch import outbox
+from dispatch import aws, outbox
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.observability import count, logger
@@ -91,11 +87,6 @@ def after_commit(conn: Connection, job_id: UUID) -> None:
         logger.warning("relay after commit failed; the catch-up relay will send", exc_info=True)
 
 
-@cache
-def _sqs() -> Any:
-    return boto3.client("sqs")
-
-
 def batches(messages: list[Message], size: int = 10) -> Iterable[list[Message]]:
     """SendMessageBatch takes ten; one event per job per call keeps a job's order on failure."""
     pending = list(messages)
@@ -121,7 +112,7 @@ def sqs_send(messages: list[Message]) -> set[UUID]:
         batch = [e for e in batch if e.job_id not in stopped]
         if not batch:
             continue
-        result = _sqs().send_message_batch(
+        result = aws.client("sqs").send_message_batch(
             QueueUrl=queue_url,
             Entries=[
                 {

@@ -39,6 +39,7 @@ def start_stack(
         # in-process tests' messages.
         "EVENT_BUS_NAME": f"dispatch-e2e-{port}",
         "OUTBOX_QUEUE_URL": "",
+        "OFFER_QUEUE_URL": "",
         **environment,
     }
     log = (home / "stack.log").open("w")

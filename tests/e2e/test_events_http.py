@@ -2,6 +2,7 @@
 
 import json
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
@@ -13,10 +14,11 @@ from tests.support import job_body
 POLL_SECONDS = 0.1
 
 
-def test_created_and_accepted_job_events_reach_the_bus(stack: str, conn: Connection) -> None:
-    bus = f"dispatch-e2e-{urlsplit(stack).port}"  # the stack's own bus (see conftest)
+def tap_the_bus(stack: str) -> str:
+    """A queue that receives everything on the stack's own bus (see conftest); its URL."""
+    bus = f"dispatch-e2e-{urlsplit(stack).port}"
     sqs, events = boto3.client("sqs"), boto3.client("events")
-    tap = sqs.create_queue(QueueName=f"{bus}-tap")["QueueUrl"]
+    tap: str = sqs.create_queue(QueueName=f"{bus}-tap")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=tap, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
@@ -24,21 +26,50 @@ def test_created_and_accepted_job_events_reach_the_bus(stack: str, conn: Connect
         Name="tap", EventBusName=bus, EventPattern=json.dumps({"source": ["dispatch.jobs"]})
     )
     events.put_targets(Rule="tap", EventBusName=bus, Targets=[{"Id": "tap", "Arn": arn}])
+    return tap
 
+
+def events_of(tap: str, job_id: str, count: int) -> list[dict[str, Any]]:
+    """The job's events as they arrive on the tap, until `count` came or 10 s passed."""
+    sqs, sent_at, seen = boto3.client("sqs"), time.monotonic(), []
+    while len(seen) < count and time.monotonic() - sent_at < 10:  # a deadline, not a measurement
+        for message in sqs.receive_message(QueueUrl=tap, MaxNumberOfMessages=10).get(
+            "Messages", []
+        ):
+            event = json.loads(message["Body"])
+            if event["detail"]["job_id"] == job_id:
+                seen.append(event)
+        time.sleep(POLL_SECONDS)
+    return seen
+
+
+def test_created_and_accepted_job_events_reach_the_bus(stack: str, conn: Connection) -> None:
+    tap = tap_the_bus(stack)
     business = Client(stack, "biz-bus", "business")
     washer = Client(stack, "washer-bus", "worker")
     washer.send("PUT", "/workers/me", {"skills": ["wash"]})
     job = business.send("POST", "/jobs", job_body(["wash"])).json()
     washer.send("POST", f"/jobs/{job['id']}/accept", {})
-    sent_at = time.monotonic()
-
-    seen: list[tuple[str, int]] = []
-    while len(seen) < 2 and time.monotonic() - sent_at < 10:  # a deadline, not a measurement
-        for message in sqs.receive_message(QueueUrl=tap, MaxNumberOfMessages=10).get(
-            "Messages", []
-        ):
-            event = json.loads(message["Body"])
-            if event["detail"]["job_id"] == job["id"]:
-                seen.append((event["detail-type"], event["detail"]["version"]))
-        time.sleep(POLL_SECONDS)
+    seen = [(e["detail-type"], e["detail"]["version"]) for e in events_of(tap, job["id"], 2)]
     assert seen == [("job.created", 1), ("job.assigned", 2)]  # both, in version order
+
+
+def test_a_worker_near_a_new_job_gets_an_offer_within_seconds(stack: str) -> None:
+    tap = tap_the_bus(stack)
+    business = Client(stack, "biz-offers", "business")
+    ironer = Client(stack, "ironer-near", "worker")
+    ironer.send("PUT", "/workers/me", {"skills": ["iron"]})
+    assert ironer.send("PUT", "/workers/me/location", {"lat": 40.0, "lng": -3.7}).status_code == 204
+    job = business.send("POST", "/jobs", job_body(["iron"], lat=40.01, lng=-3.7)).json()
+
+    created, offered = events_of(tap, job["id"], 2)
+    assert created["detail-type"] == "job.created"
+    assert offered["detail-type"] == "offer.created"
+    assert offered["detail"]["data"]["worker_id"] == "ironer-near"
+    assert 1_100 < offered["detail"]["data"]["distance_m"] < 1_125  # 0.01 degree of latitude
+
+    # The nearby list matches the contract for the same worker.
+    nearby = ironer.send("GET", "/jobs/nearby?lat=40.0&lng=-3.7").json()["jobs"]
+    assert [j["id"] for j in nearby] == [job["id"]]
+    # Redis and Postgres measure on slightly different spheres: a metre apart at most here.
+    assert abs(nearby[0]["distance_m"] - offered["detail"]["data"]["distance_m"]) < 1

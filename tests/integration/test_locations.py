@@ -1,23 +1,16 @@
 """Worker locations go to a real Redis (GEO), never to Postgres; Redis down is a clean 503."""
 
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 from dispatch import db, locations
 from dispatch.config import settings
+from dispatch.jobs.models import Location
+from dispatch_local.events import LambdaContext
+from dispatch_local.template import handler_of, schedules
 from tests.support import Api, make_job, make_worker, worker
-
-
-@pytest.fixture
-def cache(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    client.delete(locations.POSITIONS, locations.LAST_SEEN)
-    locations.client.cache_clear()
-    yield client
-    client.delete(locations.POSITIONS, locations.LAST_SEEN)
 
 
 def test_a_reported_location_lands_in_redis_only(
@@ -72,6 +65,37 @@ def test_redis_down_is_503_for_locations_while_claims_go_on(
         job = make_job(api)
         make_worker(api, worker(1))
         assert api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {}).status == 200
+    finally:
+        monkeypatch.undo()
+        settings.cache_clear()
+        locations.client.cache_clear()
+
+
+def test_the_sweeper_forgets_positions_nobody_reported_for_an_hour(
+    conn: db.Connection, cache: redis.Redis
+) -> None:
+    now = time.time()
+    here = Location(lat=12.97, lng=77.59)
+    for n in range(1_500):  # more than one pruning pass holds
+        locations.report(f"gone-{n}", here, now=now - 3_601)
+    locations.report("recent", here, now=now - 3_599)
+    sweeper = handler_of(next(s for s in schedules() if s.function == "LeaseSweeperFunction"))
+    done = sweeper({}, LambdaContext(function_name="LeaseSweeperFunction"))
+    assert done["positions_pruned"] == 1_500
+    assert [m.decode() for m in cache.zrange(locations.POSITIONS, 0, -1)] == ["recent"]
+    assert [m.decode() for m in cache.zrange(locations.LAST_SEEN, 0, -1)] == ["recent"]
+
+
+def test_the_sweep_goes_on_when_redis_is_down(
+    conn: db.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:9/0")
+    settings.cache_clear()
+    locations.client.cache_clear()
+    try:
+        sweeper = handler_of(next(s for s in schedules() if s.function == "LeaseSweeperFunction"))
+        done = sweeper({}, LambdaContext(function_name="LeaseSweeperFunction"))
+        assert done["positions_pruned"] == 0 and done["reopened"] == 0
     finally:
         monkeypatch.undo()
         settings.cache_clear()

@@ -11,21 +11,9 @@ from hypothesis import strategies as st
 from dispatch.db import Connection
 from dispatch.jobs import commands, queries
 from dispatch.jobs.models import CreateJob
-from tests.support import Api, job_body, make_worker, walk_to, worker
+from tests.support import EARTH_M, Api, destination, job_body, make_worker, walk_to, worker
 
-EARTH_M = 6371008.8
 WASHER = worker("washer")
-
-
-def destination(lat: float, lng: float, bearing_deg: float, metres: float) -> tuple[float, float]:
-    """The point `metres` away on the sphere, along `bearing_deg` from north."""
-    d, b = metres / EARTH_M, math.radians(bearing_deg)
-    p1, l1 = math.radians(lat), math.radians(lng)
-    p2 = math.asin(math.sin(p1) * math.cos(d) + math.cos(p1) * math.sin(d) * math.cos(b))
-    l2 = l1 + math.atan2(
-        math.sin(b) * math.sin(d) * math.cos(p1), math.cos(d) - math.sin(p1) * math.sin(p2)
-    )
-    return math.degrees(p2), (math.degrees(l2) + 540) % 360 - 180
 
 
 def haversine(lat1: float, lng1: float, lat2: float, lng2: float) -> float:

@@ -1,8 +1,6 @@
 """Outbox delivery, with moto standing in for SQS and EventBridge and a real Postgres: every
 committed event reaches the bus once per consumer effect, in version order per job."""
 
-import json
-import os
 import threading
 from typing import Any
 from uuid import UUID
@@ -10,73 +8,22 @@ from uuid import UUID
 import boto3
 import pytest
 
-from dispatch import db, relay
+from dispatch import aws, db, relay
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob, JobEvent
-from dispatch_local.embedded import outbox_dlq_name
-from dispatch_local.events import LambdaContext
-from dispatch_local.gateway import deliver_batch
-from dispatch_local.template import handler_of, queue_consumers
 from tests.integration.test_accept_races import together
-from tests.support import BUSINESS, Api, in_parallel, job_body, make_worker, walk_to, worker
-
-
-@pytest.fixture(scope="session")
-def tap(aws_stand_in: str) -> str:
-    """A queue subscribed to everything on the bus: what a downstream consumer would see."""
-    sqs, events = boto3.client("sqs"), boto3.client("events")
-    url: str = sqs.create_queue(QueueName="dispatch-test-tap")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    bus = os.environ["EVENT_BUS_NAME"]
-    events.put_rule(
-        Name="tap", EventBusName=bus, EventPattern=json.dumps({"source": ["dispatch.jobs"]})
-    )
-    events.put_targets(Rule="tap", EventBusName=bus, Targets=[{"Id": "tap", "Arn": arn}])
-    return url
-
-
-@pytest.fixture
-def queues(conn: db.Connection, tap: str) -> dict[str, str]:
-    sqs = boto3.client("sqs")
-    outbox = os.environ["OUTBOX_QUEUE_URL"]
-    dlq = sqs.get_queue_url(QueueName=outbox_dlq_name(os.environ["EVENT_BUS_NAME"]))["QueueUrl"]
-    for url in (outbox, dlq, tap):
-        on_the_queue(url)  # whatever earlier tests left there (PurgeQueue allows one a minute)
-    return {"outbox": outbox, "dlq": dlq, "tap": tap}
-
-
-def publisher(event: dict[str, Any]) -> Any:
-    (consumer,) = queue_consumers()
-    return handler_of(consumer)(event, LambdaContext(function_name=consumer.function))
-
-
-def drain(url: str, rounds: int = 200) -> None:
-    """Deliver until the queue is empty, failed items retried at once (time passing)."""
-    sqs = boto3.client("sqs")
-    for _ in range(rounds):
-        if deliver_batch(sqs, url, 10, publisher, wait_seconds=0, retry_failed_now=True) == 0:
-            return
-    raise AssertionError("the queue never drained")
-
-
-def on_the_queue(url: str) -> list[str]:
-    """Take every message off a queue; their bodies, in the order received."""
-    sqs, bodies = boto3.client("sqs"), []
-    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
-        bodies += [m["Body"] for m in messages]
-        sqs.delete_message_batch(
-            QueueUrl=url,
-            Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ],
-        )
-    return bodies
-
-
-def on_the_bus(tap: str) -> list[dict[str, Any]]:
-    return [json.loads(body) for body in on_the_queue(tap)]
+from tests.support import (
+    BUSINESS,
+    Api,
+    drain,
+    in_parallel,
+    job_body,
+    make_worker,
+    on_the_bus,
+    on_the_queue,
+    walk_to,
+    worker,
+)
 
 
 def committed(conn: db.Connection) -> list[dict[str, Any]]:
@@ -211,12 +158,12 @@ def test_sqs_down_at_commit_then_back(
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
-    relay._sqs.cache_clear()
+    aws.client.cache_clear()
     try:
         job = walk_to(api, "assigned", holder=worker(1))  # every write still succeeds
     finally:
         monkeypatch.undo()
-        relay._sqs.cache_clear()
+        aws.client.cache_clear()
     waiting = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
     assert waiting.fetchone() == {"n": job["version"]}
     conn.execute("UPDATE job_events SET relay_claimed_until = NULL")  # the failed claims lapse
