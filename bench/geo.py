@@ -8,17 +8,22 @@
    in the database (timed around the statement, cells computed off the clock, and that cost
    reported apart). PostGIS is installed for the benchmark only; where the server lacks it
    (the embedded one), that side is reported as missing.
-2. Location updates per second through the real handler (in-process, events built off the
-   clock) against a bare GEOADD loop on the same Redis.
+2. Location updates per second through the real handler (each process one Lambda environment,
+   events built off the clock), 1, 2 and 4 processes at once, against bare GEOADD loops in as
+   many processes on the same Redis.
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import redis
@@ -26,7 +31,6 @@ import redis
 from bench.common import Timing, bench_database, timing
 from dispatch import db, geo
 from dispatch import locations as dispatch_locations
-from dispatch.config import settings
 from dispatch.jobs import queries as job_queries
 
 RESULTS = Path(__file__).parent / "results"
@@ -135,25 +139,26 @@ def nearby(
     )
 
 
-@dataclass
-class LocationReport:
-    updates: int
+@dataclass(frozen=True)
+class LocationRun:
+    processes: int
     handler_per_second: float
     geoadd_per_second: float
 
 
-def locations(redis_url: str, updates: int) -> LocationReport:
-    from dispatch_local.events import LambdaContext, http_api_event
-    from dispatch_local.template import find, handler_of, routes
+@dataclass(frozen=True)
+class LocationReport:
+    updates: int  # per process and side
+    runs: list[LocationRun]
+
+
+def _location_events(updates: int, seed: int) -> list[dict[str, Any]]:
+    from dispatch_local.events import http_api_event
+    from dispatch_local.template import find, routes
     from dispatch_local.tokens import as_api_gateway_claims
 
-    if os.environ.get("REDIS_URL") != redis_url:  # the handler reads its Redis from settings
-        os.environ["REDIS_URL"] = redis_url
-        settings.cache_clear()
-        dispatch_locations.client.cache_clear()
     route, params = find(routes(), "PUT", "/workers/me/location")  # type: ignore[misc]
-    handler = handler_of(route)
-    rng = random.Random(3)
+    rng = random.Random(seed)
     events = []
     for n in range(updates):
         lat, lng = random_point(rng)
@@ -164,27 +169,83 @@ def locations(redis_url: str, updates: int) -> LocationReport:
                 "PUT",
                 "/workers/me/location",
                 "",
-                [("content-type", "application/json"), ("idempotency-key", f"k-{n}")],
+                [("content-type", "application/json"), ("idempotency-key", f"k-{seed}-{n}")],
                 json.dumps({"lat": lat, "lng": lng}).encode(),
-                as_api_gateway_claims({"sub": f"w-{n % 100_000}", "cognito:groups": ["worker"]}),
+                as_api_gateway_claims(
+                    {"sub": f"w-{seed}-{n % 10_000}", "cognito:groups": ["worker"]}
+                ),
             )
         )
-    context = LambdaContext(function_name=route.function)
-    handler(events[0], context)  # connect and warm up off the clock
-    t0 = time.perf_counter()
-    for event in events:
-        answer = handler(event, context)
-        assert answer["statusCode"] == 204, answer
-    through_handler = updates / (time.perf_counter() - t0)
+    return events
 
+
+def _update_locations(
+    redis_url: str, updates: int, seed: int, side: str, barrier: Any
+) -> tuple[float, float]:
+    """One process's share: `updates` location reports through the real handler (a Lambda
+    environment of its own) or as bare GEOADDs; (start, end) on the shared monotonic clock."""
+    os.environ["REDIS_URL"] = redis_url
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    from dispatch_local.events import LambdaContext
+    from dispatch_local.template import find, handler_of, routes
+
+    if side == "handler":
+        route, _ = find(routes(), "PUT", "/workers/me/location")  # type: ignore[misc]
+        handler, context = handler_of(route), LambdaContext(function_name=route.function)
+        events = _location_events(updates, seed)
+        handler(events[0], context)  # connect and warm up off the clock
+        barrier.wait()
+        began = time.monotonic()
+        for event in events:
+            answer = handler(event, context)
+            assert answer["statusCode"] == 204, answer
+    else:
+        client = redis.Redis.from_url(redis_url)
+        rng = random.Random(seed)
+        points = [random_point(rng) for _ in range(updates)]
+        client.ping()
+        barrier.wait()
+        began = time.monotonic()
+        for n, (lat, lng) in enumerate(points):
+            client.geoadd("bench:positions", (lng, lat, f"w-{seed}-{n % 10_000}"))
+    return began, time.monotonic()
+
+
+def _updates_per_second(redis_url: str, updates: int, processes: int, side: str) -> float:
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, ProcessPoolExecutor(processes, mp_context=context) as pool:
+        barrier = manager.Barrier(processes)
+        spans = list(
+            pool.map(
+                _update_locations,
+                [redis_url] * processes,
+                [updates] * processes,
+                range(processes),
+                [side] * processes,
+                [barrier] * processes,
+            )
+        )
+    wall = max(end for _, end in spans) - min(began for began, _ in spans)
+    return processes * updates / wall
+
+
+def locations(redis_url: str, updates: int, processes: Sequence[int]) -> LocationReport:
+    """Location updates per second with 1, 2, 4 ... processes reporting at once, through the
+    handler and, as the baseline, bare GEOADDs with as many processes on the same Redis."""
+    runs = [
+        LocationRun(
+            n,
+            _updates_per_second(redis_url, updates, n, "handler"),
+            _updates_per_second(redis_url, updates, n, "geoadd"),
+        )
+        for n in processes
+    ]
     client = redis.Redis.from_url(redis_url)
-    points = [random_point(rng) for _ in range(updates)]
-    t0 = time.perf_counter()
-    for n, (lat, lng) in enumerate(points):
-        client.geoadd("bench:positions", (lng, lat, f"w-{n % 100_000}"))
-    bare = updates / (time.perf_counter() - t0)
     client.delete("bench:positions")
-    return LocationReport(updates, through_handler, bare)
+    bench_workers = [f"w-{p}-{i}" for p in range(max(processes)) for i in range(10_000)]
+    for key in (dispatch_locations.POSITIONS, dispatch_locations.LAST_SEEN):
+        client.zrem(key, *bench_workers)
+    return LocationReport(updates, runs)
 
 
 def report(n: NearbyReport, loc: LocationReport) -> str:
@@ -211,11 +272,17 @@ def report(n: NearbyReport, loc: LocationReport) -> str:
         lines.append("| PostGIS | (not available on this server) | | |")
     lines += [
         "",
-        "| location updates | per second | x bare GEOADD |",
-        "| --- | ---: | ---: |",
-        f"| through the handler (in-process) | {loc.handler_per_second:,.0f} | "
-        f"{loc.handler_per_second / loc.geoadd_per_second:.2f} |",
-        f"| bare GEOADD loop | {loc.geoadd_per_second:,.0f} | 1.00 |",
+        f"Location updates: {loc.updates:,} per process, each process a Lambda environment of its"
+        " own (the real handler, events built off the clock) or a bare GEOADD loop, all released"
+        " at once on the same Redis.",
+        "",
+        "| processes | through the handler /s | bare GEOADD /s | x bare GEOADD |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r.processes} | {r.handler_per_second:,.0f} | {r.geoadd_per_second:,.0f} | "
+        f"{r.handler_per_second / r.geoadd_per_second:.2f} |"
+        for r in loc.runs
     ]
     return "\n".join(lines)
 
@@ -224,12 +291,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.geo", description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--updates", type=int, default=20_000)
+    parser.add_argument("--updates", type=int, default=20_000, help="per process")
+    parser.add_argument("--processes", default="1,2,4", help="reporting processes, per run")
     parser.add_argument("--quick", action="store_true", help="a tiny run that only proves it works")
     args = parser.parse_args(argv)
     jobs, queries, updates = (
         (2_000, 20, 200) if args.quick else (args.jobs, args.queries, args.updates)
     )
+    processes = [1, 2] if args.quick else [int(n) for n in args.processes.split(",")]
     redis_url = os.environ.get("REDIS_URL")
     if not redis_url:
         from dispatch_local import embedded, home
@@ -237,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
         redis_url = embedded.redis(home())
     with bench_database() as url:
         near = nearby(url, jobs, queries)
-    loc = locations(redis_url, updates)
+    loc = locations(redis_url, updates, processes)
     text = report(near, loc)
     print(text)
     RESULTS.mkdir(exist_ok=True)
