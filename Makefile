@@ -61,6 +61,10 @@ bench-sweeper: $(STAMP)
 bench-outbox: $(STAMP)
 	$(BIN)/python -m bench.outbox
 
+## Load and soak: clients against the local stack, then the history checker.
+bench-soak: $(STAMP)
+	$(BIN)/python -m bench.soak
+
 ## Geo benchmark: nearby at 1M jobs vs PostGIS (installed for the benchmark only), and
 ## location updates through the handler vs a bare GEOADD loop.
 bench-geo: $(STAMP)

@@ -1,0 +1,317 @@
+"""Load and soak: many clients against the local stack for a bounded time, then the history
+checker over everything they did.
+
+    make bench-soak              (or: python -m bench.soak [--seconds 60] [--workers 16])
+
+Businesses post jobs and sometimes cancel them; workers report where they are, look for jobs
+nearby, race each other to accept the nearest, and then work the job through (photos uploaded
+for real, start, complete), check in, release it, or abandon it (the lease, 3 s here, runs
+out and the sweeper reopens the job). One request in ten that changes something is sent again
+with the same idempotency key, as a client that lost the answer would. Every request and its
+answer is recorded (bench/history.py); at the end the stack is given time to settle (sweeps,
+relays, publishes) and the history is checked. Reported: throughput, p50/p99 per route, answers
+by status, 5xx (aim: none) and invariant violations (aim: none).
+"""
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from bench import history as hist
+from bench.common import bench_database
+from dispatch import db
+from dispatch_local import tokens
+from dispatch_local.stack import start_stack, stop_stack
+
+RESULTS = Path(__file__).parent / "results"
+CENTRE = (12.97, 77.59)
+LEASE_SECONDS = 3
+SWEEP_SECONDS = 1
+REPLAY_SHARE = 0.1
+PAUSE_SECONDS = 0.02  # a client's breath between actions
+SETTLE_SECONDS = 60  # longest wait for sweeps, relays and publishes after the load stops
+POLL_SECONDS = 0.5
+
+
+def near_centre(rng: random.Random, km: float = 4) -> dict[str, float]:
+    return {
+        "lat": CENTRE[0] + rng.uniform(-km, km) / 111.32,
+        "lng": CENTRE[1] + rng.uniform(-km, km) / 108.5,
+    }
+
+
+class Client:
+    """One person with their own token and connection; every request goes into the history."""
+
+    def __init__(self, base: str, sub: str, role: str, log: hist.History, seed: int) -> None:
+        self.base, self.sub, self.log = base, sub, log
+        self.rng = random.Random(seed)
+        self.http = requests.Session()
+        self.http.headers["Authorization"] = f"Bearer {tokens.issue(sub, role)}"
+
+    def send(self, route: str, method: str, path: str, body: Any = None) -> hist.Op:
+        changes = method != "GET"
+        key = str(uuid.uuid4()) if changes else None
+        op = self._send(route, method, path, body, key, None)
+        if changes and self.rng.random() < REPLAY_SHARE:
+            self._send(route, method, path, body, key, op.index)  # as if the answer was lost
+        return op
+
+    def _send(
+        self, route: str, method: str, path: str, body: Any, key: str | None, retry_of: int | None
+    ) -> hist.Op:
+        op = self.log.invoke(
+            hist.Op(self.sub, route, method, path, key, body, time.monotonic(), retry_of=retry_of)
+        )
+        headers = {"Idempotency-Key": key} if key else {}
+        try:
+            reply = self.http.request(
+                method, self.base + path, json=body, headers=headers, timeout=30
+            )
+            op.status = reply.status_code
+            op.response = reply.json() if reply.content else None
+        except (requests.RequestException, ValueError):
+            op.status = None
+        op.completed_at = time.monotonic()
+        op.outcome = hist.outcome_of(op.status)
+        return op
+
+
+def business(client: Client, stop: threading.Event) -> None:
+    mine: list[dict[str, Any]] = []
+    while not stop.is_set():
+        start = time.time() + 3600
+        window = {
+            "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
+            "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + 7200)),
+        }
+        body = {"location": near_centre(client.rng), "skills": ["wash"], "window": window}
+        created = client.send("create", "POST", "/jobs", body)
+        if created.job:
+            mine.append(created.job)
+        if mine and client.rng.random() < 0.1:
+            job = mine.pop(client.rng.randrange(len(mine)))
+            seen = client.send("read", "GET", f"/jobs/{job['id']}")
+            if seen.job and seen.job["status"] in ("open", "assigned"):
+                client.send(
+                    "transition",
+                    "POST",
+                    f"/jobs/{job['id']}/transitions",
+                    {"event": "cancel", "version": seen.job["version"]},
+                )
+        stop.wait(PAUSE_SECONDS * 5)
+
+
+def worker(client: Client, stop: threading.Event) -> None:
+    client.send("profile", "PUT", "/workers/me", {"skills": ["wash"]})
+    while not stop.is_set():
+        here = near_centre(client.rng)
+        if client.rng.random() < 0.3:
+            client.send("location", "PUT", "/workers/me/location", here)
+        found = client.send(
+            "nearby",
+            "GET",
+            f"/jobs/nearby?lat={here['lat']}&lng={here['lng']}&radius_m=8000&limit=3",
+        )
+        jobs = (found.response or {}).get("jobs", []) if found.outcome == "ok" else []
+        if not jobs:
+            stop.wait(PAUSE_SECONDS)
+            continue
+        target = client.rng.choice(jobs)
+        won = client.send("accept", "POST", f"/jobs/{target['id']}/accept", {})
+        if won.job:
+            work(client, won.job, stop)
+        elif (won.response or {}).get("error", {}).get("code") == "WORKER_BUSY":
+            stop.wait(LEASE_SECONDS)  # an abandoned job of ours is still live: wait it out
+        stop.wait(PAUSE_SECONDS)
+
+
+def work(client: Client, job: dict[str, Any], stop: threading.Event) -> None:
+    roll = client.rng.random()
+    if roll < 0.1:
+        return  # abandon: no check-in; the lease runs out and the sweeper reopens the job
+    if roll < 0.25:
+        step(client, job, "release")
+        return
+    if roll < 0.4:
+        job = step(client, job, "check_in") or job
+    job = attach(client, job, "before") or job
+    job = step(client, job, "start") or job
+    job = attach(client, job, "after") or job
+    step(client, job, "complete")
+
+
+def step(client: Client, job: dict[str, Any], event: str) -> dict[str, Any] | None:
+    body = {"event": event, "version": job["version"]}
+    return client.send("transition", "POST", f"/jobs/{job['id']}/transitions", body).job
+
+
+def attach(client: Client, job: dict[str, Any], slot: str) -> dict[str, Any] | None:
+    slot_op = client.send("photo", "POST", "/photos", {"content_type": "image/jpeg"})
+    if slot_op.outcome != "ok":
+        return None
+    upload = requests.put(
+        slot_op.response["upload_url"],
+        data=b"\xff\xd8\xff soak",
+        headers={"Content-Type": "image/jpeg"},
+        timeout=30,
+    )
+    if upload.status_code != 200:
+        return None
+    body = {"photo_id": slot_op.response["photo_id"]}
+    return client.send("attach", "PUT", f"/jobs/{job['id']}/photos/{slot}", body).job
+
+
+@dataclass(frozen=True)
+class RouteFigures:
+    requests: int
+    ok: int
+    fail: int
+    unknown: int
+    p50_ms: float
+    p99_ms: float
+
+
+@dataclass(frozen=True)
+class SoakReport:
+    seconds: float
+    businesses: int
+    workers: int
+    requests: int
+    per_second: float
+    routes: dict[str, RouteFigures]
+    statuses: dict[str, int]
+    server_errors: int
+    violations: list[str]
+    settled_seconds: float
+
+
+def figures(ops: list[hist.Op]) -> RouteFigures:
+    latencies = sorted((op.completed_at - op.invoked_at) * 1000 for op in ops)
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else []
+    p50, p99 = (cuts[49], cuts[98]) if cuts else (latencies[0], latencies[0])
+    outcomes = Counter(op.outcome for op in ops)
+    return RouteFigures(len(ops), outcomes["ok"], outcomes["fail"], outcomes["unknown"], p50, p99)
+
+
+def settle(conn: db.Connection) -> float:
+    """Wait until the sweeper and the outbox have caught up (or the limit passes)."""
+    began = time.monotonic()
+    while time.monotonic() - began < SETTLE_SECONDS:
+        pending = list(hist.every_event_published(conn)) + list(
+            hist.expired_leases_reopened(conn, LEASE_SECONDS)
+        )
+        if not pending:
+            break
+        time.sleep(POLL_SECONDS)
+    return time.monotonic() - began
+
+
+def soak(database_url: str, seconds: float, businesses: int, workers: int) -> SoakReport:
+    log = hist.History()
+    with tempfile.TemporaryDirectory(prefix="dispatch-soak-") as home:
+        base, process = start_stack(
+            database_url,
+            Path(home),
+            DISPATCH_LEASE_SECONDS=str(LEASE_SECONDS),
+            DISPATCH_SWEEP_INTERVAL_SECONDS=str(SWEEP_SECONDS),
+            DISPATCH_OFFER_WAVE_INTERVAL_SECONDS="5",
+        )
+        try:
+            stop = threading.Event()
+            people = [
+                (business, Client(base, f"soak-b-{n}", "business", log, n))
+                for n in range(businesses)
+            ] + [
+                (worker, Client(base, f"soak-w-{n}", "worker", log, 1000 + n))
+                for n in range(workers)
+            ]
+            threads = [threading.Thread(target=run, args=(c, stop)) for run, c in people]
+            began = time.monotonic()
+            for t in threads:
+                t.start()
+            stop.wait(seconds)
+            stop.set()
+            for t in threads:
+                t.join()
+            elapsed = time.monotonic() - began
+            with db.connect(database_url) as conn:
+                settled = settle(conn)
+                violations = hist.check(log, conn, lease_grace_seconds=LEASE_SECONDS)
+        finally:
+            stop_stack(process)
+    by_route: dict[str, list[hist.Op]] = defaultdict(list)
+    for op in log.ops:
+        by_route[op.route].append(op)
+    statuses = Counter(str(op.status) for op in log.ops)
+    RESULTS.mkdir(exist_ok=True)
+    log.save(RESULTS / "soak-history.jsonl")
+    return SoakReport(
+        seconds=elapsed,
+        businesses=businesses,
+        workers=workers,
+        requests=len(log.ops),
+        per_second=len(log.ops) / elapsed,
+        routes={route: figures(ops) for route, ops in sorted(by_route.items())},
+        statuses=dict(sorted(statuses.items())),
+        server_errors=sum(1 for op in log.ops if op.status is None or op.status >= 500),
+        violations=violations,
+        settled_seconds=settled,
+    )
+
+
+def report(r: SoakReport) -> str:
+    lines = [
+        f"Soak: {r.businesses} businesses and {r.workers} workers for {r.seconds:.0f} s against"
+        f" the local stack (lease {LEASE_SECONDS} s, sweep every {SWEEP_SECONDS} s):"
+        f" {r.requests:,} requests, {r.per_second:,.0f}/s. 5xx or no answer: {r.server_errors}."
+        f" Invariant violations: {len(r.violations)} (checked after {r.settled_seconds:.1f} s"
+        " of settling).",
+        "",
+        "| route | requests | ok | refused (4xx) | unknown (5xx, none) | p50 ms | p99 ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {route} | {f.requests:,} | {f.ok:,} | {f.fail:,} | {f.unknown:,} | {f.p50_ms:.1f} |"
+        f" {f.p99_ms:.1f} |"
+        for route, f in r.routes.items()
+    ]
+    lines += ["", "Answers by status: " + ", ".join(f"{s}: {n:,}" for s, n in r.statuses.items())]
+    if r.violations:
+        lines += ["", "Violations (first 20):", *[f"- {v}" for v in r.violations[:20]]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.soak", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--businesses", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument(
+        "--quick", action="store_true", help="a short run that only proves it works"
+    )
+    args = parser.parse_args(argv)
+    seconds, businesses, workers = (
+        (5, 2, 6) if args.quick else (args.seconds, args.businesses, args.workers)
+    )
+    with bench_database() as url:
+        result = soak(url, seconds, businesses, workers)
+    text = report(result)
+    print(text)
+    (RESULTS / "soak.md").write_text(text + "\n")
+    (RESULTS / "soak.json").write_text(json.dumps(result, default=lambda o: o.__dict__))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The local stack (`dispatch dev`) in a subprocess, on a free port: for the end-to-end tests
+and the soak benchmark."""
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from dispatch_local import REPO_ROOT
+
+POLL_SECONDS = 0.2
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_stack(
+    database_url: str, home: Path, **environment: str
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """`dispatch dev` on a free port; returns its base URL once /health answers."""
+    os.environ.setdefault("DISPATCH_JWT_SECRET", secrets.token_hex(32))
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DISPATCH_HOME": str(home),
+        # Its own queue and bus on the shared AWS stand-in: its poller must not take the
+        # in-process tests' messages.
+        "EVENT_BUS_NAME": f"dispatch-e2e-{port}",
+        "OUTBOX_QUEUE_URL": "",
+        "OFFER_QUEUE_URL": "",
+        **environment,
+    }
+    log = (home / "stack.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dispatch_local.cli", "dev", "--port", str(port)],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    log.close()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                return url, process
+        except requests.ConnectionError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError((home / "stack.log").read_text()[-4000:])
+        time.sleep(POLL_SECONDS)
+
+
+def stop_stack(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGINT)  # what Ctrl-C does
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
