@@ -7,17 +7,29 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from dispatch.auth import Role
+from dispatch.errors import Code
 from dispatch.http import DispatchResolver, entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.models import AcceptJob, Job
 from dispatch.observability import count
-from dispatch.openapi import answers
+from dispatch.openapi import KEYED_WRITE, answers
 
 app = DispatchResolver()
+ACCEPT_ANSWERS = answers(
+    200,
+    Job,
+    *KEYED_WRITE,
+    Code.NOT_FOUND,
+    Code.SKILLS_MISSING,
+    Code.JOB_TAKEN,
+    Code.JOB_UNAVAILABLE,
+    Code.VERSION_CONFLICT,
+    Code.WORKER_BUSY,
+)
 NO_VERSION = AcceptJob()  # an empty body means {}
 
 
-@app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, responses=answers(200, Job))
+@app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, responses=ACCEPT_ANSWERS)
 def accept_job(job_id: UUID, claim: Annotated[AcceptJob, Body()] = NO_VERSION) -> Response[Any]:
     worker, version = app.caller, claim.version
     answer = app.idempotent(lambda conn: commands.accept_job(conn, job_id, worker.id, version))

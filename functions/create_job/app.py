@@ -8,12 +8,12 @@ from dispatch.auth import Role
 from dispatch.http import DispatchResolver, entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob, Job
-from dispatch.openapi import answers
+from dispatch.openapi import KEYED_WRITE, answers
 
 app = DispatchResolver()
 
 
-@app.endpoint("POST", "/jobs", roles={Role.BUSINESS}, responses=answers(201, Job))
+@app.endpoint("POST", "/jobs", roles={Role.BUSINESS}, responses=answers(201, Job, *KEYED_WRITE))
 def create_job(job: CreateJob) -> Response[Any]:
     business = app.caller
     return app.idempotent(lambda conn: commands.create_job(conn, business.id, job), status=201)

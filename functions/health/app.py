@@ -1,13 +1,14 @@
 """GET /health: 200 when the database answers, 503 otherwise. No token needed."""
 
 from dispatch import db
+from dispatch.errors import Code
 from dispatch.http import DispatchResolver, entrypoint
 from dispatch.openapi import Health, answers
 
 app = DispatchResolver()
 
 
-@app.endpoint("GET", "/health", roles=None, responses=answers(200, Health))
+@app.endpoint("GET", "/health", roles=None, responses=answers(200, Health, Code.UNAVAILABLE))
 def health() -> Health:
     # A dead database raises OperationalError, which the resolver answers with 503 UNAVAILABLE.
     db.run(lambda conn: conn.execute("SELECT 1").fetchone())

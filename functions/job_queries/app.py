@@ -8,17 +8,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from dispatch import db
 from dispatch.auth import Role
+from dispatch.errors import Code
 from dispatch.http import DispatchResolver, entrypoint
 from dispatch.jobs import queries
 from dispatch.jobs.models import Job, JobEvents, NearbyJobs
-from dispatch.openapi import answers
+from dispatch.openapi import READ, answers
 
 app = DispatchResolver()
 READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}
 
 
 # Registered before /jobs/<job_id>, so that "nearby" is never read as a job id.
-@app.endpoint("GET", "/jobs/nearby", roles={Role.WORKER}, responses=answers(200, NearbyJobs))
+@app.endpoint("GET", "/jobs/nearby", roles={Role.WORKER}, responses=answers(200, NearbyJobs, *READ))
 def nearby(
     lat: Annotated[float, Query(ge=-90, le=90)],
     lng: Annotated[float, Query(ge=-180, le=180)],
@@ -29,12 +30,19 @@ def nearby(
     return db.run(lambda conn: queries.nearby_jobs(conn, worker.id, lat, lng, radius_m, limit))
 
 
-@app.endpoint("GET", "/jobs/<job_id>", roles=READERS, responses=answers(200, Job))
+@app.endpoint(
+    "GET", "/jobs/<job_id>", roles=READERS, responses=answers(200, Job, *READ, Code.NOT_FOUND)
+)
 def get_job(job_id: UUID) -> Job:
     return db.run(lambda conn: queries.visible_job(conn, app.caller, job_id))
 
 
-@app.endpoint("GET", "/jobs/<job_id>/events", roles=READERS, responses=answers(200, JobEvents))
+@app.endpoint(
+    "GET",
+    "/jobs/<job_id>/events",
+    roles=READERS,
+    responses=answers(200, JobEvents, *READ, Code.NOT_FOUND),
+)
 def get_job_events(job_id: UUID) -> JobEvents:
     return db.run(lambda conn: queries.job_events(conn, app.caller, job_id))
 

@@ -8,11 +8,12 @@ from aws_lambda_powertools.event_handler import Response
 
 from dispatch import photos
 from dispatch.auth import Role
+from dispatch.errors import Code
 from dispatch.http import DispatchResolver, entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.lifecycle import Photo, TransitionRequest
 from dispatch.jobs.models import Job
-from dispatch.openapi import answers
+from dispatch.openapi import KEYED_WRITE, answers
 
 app = DispatchResolver()
 
@@ -21,7 +22,16 @@ app = DispatchResolver()
     "POST",
     "/jobs/<job_id>/transitions",
     roles={Role.WORKER, Role.BUSINESS},
-    responses=answers(200, Job),
+    responses=answers(
+        200,
+        Job,
+        *KEYED_WRITE,
+        Code.NOT_FOUND,
+        Code.VERSION_CONFLICT,
+        Code.ILLEGAL_TRANSITION,
+        Code.BEFORE_PHOTO_REQUIRED,
+        Code.AFTER_PHOTO_REQUIRED,
+    ),
 )
 def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
     caller = app.caller
@@ -30,14 +40,19 @@ def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
     )
 
 
-@app.endpoint("POST", "/photos", roles={Role.WORKER}, responses=answers(201, photos.PhotoUpload))
+@app.endpoint(
+    "POST", "/photos", roles={Role.WORKER}, responses=answers(201, photos.PhotoUpload, *KEYED_WRITE)
+)
 def create_photo(request: photos.PhotoRequest) -> Response[Any]:
     worker = app.caller
     return app.idempotent(lambda conn: photos.create_upload(conn, worker.id, request), status=201)
 
 
 @app.endpoint(
-    "PUT", "/jobs/<job_id>/photos/<slot>", roles={Role.WORKER}, responses=answers(200, Job)
+    "PUT",
+    "/jobs/<job_id>/photos/<slot>",
+    roles={Role.WORKER},
+    responses=answers(200, Job, *KEYED_WRITE, Code.NOT_FOUND, Code.PHOTO_SLOT_CLOSED),
 )
 def attach_photo(job_id: UUID, slot: Photo, request: photos.AttachPhoto) -> Response[Any]:
     worker = app.caller

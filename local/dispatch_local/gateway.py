@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dispatch.errors import Code, DispatchError, error_body
+from dispatch.http import IDEMPOTENCY_KEY, STATE_CHANGING
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext, http_api_event
 from dispatch_local.template import (
@@ -95,9 +96,41 @@ def openapi_document(all_routes: list[Route]) -> dict[str, Any]:
         merged["components"]["schemas"].update(document.get("components", {}).get("schemas", {}))
     for route in all_routes:
         operation = merged["paths"].get(route.path, {}).get(route.method.lower())
-        if operation is not None and route.authorized:
+        if operation is None:
+            continue
+        if route.authorized:
             operation["security"] = [{"bearer": []}]
+        if route.method.upper() in STATE_CHANGING:
+            operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY_HEADER)
+    _drop_framework_validation_answers(merged)
     return merged
+
+
+# The gate reads it before validation (dispatch.http), so the resolvers do not declare it.
+IDEMPOTENCY_KEY_HEADER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": True,
+    "description": "1 to 255 visible ASCII characters; a UUID is best. See the contract.",
+    "schema": {"type": "string", "pattern": IDEMPOTENCY_KEY.pattern},
+}
+FRAMEWORK_VALIDATION_ERROR = "#/components/schemas/HTTPValidationError"
+
+
+def _drop_framework_validation_answers(document: dict[str, Any]) -> None:
+    """Powertools documents a 422 of its own shape on every validated route; ours answer
+    invalid input with 400 VALIDATION_FAILED (the contract), so that 422 never happens.
+    Where a route does answer 422, it is IDEMPOTENCY_KEY_REUSED in the error body."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            unprocessable = operation.get("responses", {}).get("422", {})
+            schema = unprocessable.get("content", {}).get("application/json", {}).get("schema")
+            if schema == {"$ref": FRAMEWORK_VALIDATION_ERROR}:
+                del operation["responses"]["422"]
+            # Powertools gives every answer the handler's return type; a 204 has no body.
+            operation.get("responses", {}).get("204", {}).pop("content", None)
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        document["components"]["schemas"].pop(unused, None)
 
 
 class Gateway:

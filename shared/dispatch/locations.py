@@ -8,13 +8,25 @@ import time
 from functools import cache
 
 import redis
+from pydantic import Field
 
 from dispatch.config import settings
-from dispatch.jobs.models import Location
+from dispatch.jobs.models import Location, Strict
 from dispatch.observability import logger
+
+# Redis GEO indexes latitudes within +-85.05112878 (its Web Mercator square) and refuses the
+# rest; a worker cannot report a position beyond it, and a job there has nobody near.
+GEO_MAX_LAT = 85.05112878
 
 POSITIONS = "dispatch:workers:positions"
 LAST_SEEN = "dispatch:workers:seen"
+
+
+class WorkerPosition(Strict):
+    """A reported position: a location within what Redis GEO can index."""
+
+    lat: float = Field(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT, strict=True)
+    lng: float = Field(ge=-180, le=180, strict=True)
 
 
 @cache
@@ -26,7 +38,7 @@ def client() -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
 
 
-def report(worker_id: str, where: Location, now: float | None = None) -> None:
+def report(worker_id: str, where: WorkerPosition, now: float | None = None) -> None:
     pipe = client().pipeline(transaction=False)
     pipe.geoadd(POSITIONS, (where.lng, where.lat, worker_id))
     pipe.zadd(LAST_SEEN, {worker_id: time.time() if now is None else now})
@@ -38,6 +50,8 @@ def fresh_nearby(
 ) -> list[tuple[str, float]]:
     """Workers seen within the freshness period and within `radius_m`: (id, metres), nearest
     first. Two round trips: the nearest `limit` positions, then when each was last seen."""
+    if abs(around.lat) > GEO_MAX_LAT:
+        return []  # nobody can have reported a position up there
     r = client()
     found: list[tuple[bytes, float]] = r.geosearch(  # type: ignore[assignment]  # WITHDIST pairs
         POSITIONS,

@@ -8,41 +8,19 @@ waves: tests/integration/test_offers.py.)"""
 import os
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import psycopg
-import pytest
 import redis
 
-from dispatch import db, locations
-from dispatch.config import settings
+from dispatch import db
 from dispatch.errors import CATALOGUE, Code
-from tests.faults.proxy import Proxy, upstream_of
+from tests.faults.proxy import Proxy
 from tests.security.test_matrix import CALLERS, EXPECTED, call
 from tests.support import Api, Reply, make_job, make_worker, upload_photo, worker
 
 WORKER = worker(1)
 POLL_SECONDS = 0.01
 STALL_SECONDS = 0.5  # how long the planted trigger holds a statement or a commit
-
-
-@pytest.fixture
-def reconfigure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Change settings for the handlers in this process; the connection is rebuilt."""
-
-    def apply(**environment: str) -> None:
-        for name, value in environment.items():
-            monkeypatch.setenv(name, value)
-        settings.cache_clear()
-        db.close()
-        locations.client.cache_clear()
-
-    yield apply
-    monkeypatch.undo()
-    settings.cache_clear()
-    db.close()
-    locations.client.cache_clear()
 
 
 def handler_backend() -> int:
@@ -193,17 +171,6 @@ def test_a_statement_timeout_is_503_and_writes_nothing(
     assert_one_assignment(conn, job)
 
 
-@pytest.fixture
-def postgres_proxy(database_url: str, reconfigure: Any) -> Iterator[Proxy]:
-    """The handlers reach Postgres through a proxy the test can cut."""
-    info = psycopg.conninfo.conninfo_to_dict(database_url)
-    proxy = Proxy(upstream_of(str(info.get("host") or "/tmp"), int(info.get("port") or 5432)))
-    proxied = psycopg.conninfo.make_conninfo(database_url, host="127.0.0.1", port=proxy.port)
-    reconfigure(DATABASE_URL=proxied)
-    yield proxy
-    proxy.close()
-
-
 def test_postgres_unreachable_is_503_everywhere_then_recovers(
     api: Api, conn: db.Connection, cache: redis.Redis, postgres_proxy: Proxy
 ) -> None:
@@ -228,26 +195,6 @@ def test_postgres_unreachable_is_503_everywhere_then_recovers(
     assert api.call("GET", "/health").status == 200
     assert api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {}).status == 200
     assert api.call("GET", f"/jobs/{job['id']}", worker(1)).body["status"] == "assigned"
-
-
-@pytest.fixture
-def redis_proxy(redis_url: str, reconfigure: Any, cache: redis.Redis) -> Iterator[Proxy]:
-    kwargs = cache.connection_pool.connection_kwargs
-    if "path" in kwargs:  # embedded Redis listens on a unix socket
-
-        def connect() -> Any:
-            import socket
-
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(kwargs["path"])
-            return s
-
-        proxy = Proxy(connect)
-    else:
-        proxy = Proxy(upstream_of(kwargs["host"], int(kwargs["port"])))
-    reconfigure(REDIS_URL=f"redis://127.0.0.1:{proxy.port}/{kwargs.get('db', 0)}")
-    yield proxy
-    proxy.close()
 
 
 def test_redis_unreachable_degrades_locations_only_then_recovers(

@@ -7,7 +7,6 @@ import redis
 
 from dispatch import db, locations
 from dispatch.config import settings
-from dispatch.jobs.models import Location
 from dispatch_local.events import LambdaContext
 from dispatch_local.template import handler_of, schedules
 from tests.support import Api, make_job, make_worker, worker
@@ -38,7 +37,15 @@ def test_the_latest_position_wins(api: Api, cache: redis.Redis) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"lat": 91, "lng": 0}, {"lat": 0, "lng": 181}, {"lat": "1", "lng": 2}, {"lat": 1}, {}],
+    [
+        {"lat": 91, "lng": 0},
+        {"lat": 0, "lng": 181},
+        {"lat": "1", "lng": 2},
+        {"lat": 1},
+        {},
+        {"lat": 85.06, "lng": 0},  # beyond what Redis GEO can index (found by schemathesis)
+        {"lat": -90, "lng": 0},
+    ],
 )
 def test_bad_locations_are_refused(api: Api, cache: redis.Redis, body: object) -> None:
     reply = api.call("PUT", "/workers/me/location", worker(1), body)
@@ -75,7 +82,7 @@ def test_the_sweeper_forgets_positions_nobody_reported_for_an_hour(
     conn: db.Connection, cache: redis.Redis
 ) -> None:
     now = time.time()
-    here = Location(lat=12.97, lng=77.59)
+    here = locations.WorkerPosition(lat=12.97, lng=77.59)
     for n in range(1_500):  # more than one pruning pass holds
         locations.report(f"gone-{n}", here, now=now - 3_601)
     locations.report("recent", here, now=now - 3_599)

@@ -18,7 +18,7 @@ from dispatch.auth import Caller, Role
 from dispatch.config import settings
 from dispatch.jobs import commands
 from dispatch.jobs.lifecycle import TransitionEvent
-from dispatch.jobs.models import CreateJob, JobEvent, Location
+from dispatch.jobs.models import CreateJob, JobEvent
 from dispatch_local.gateway import deliver_batch
 from tests.integration.test_accept_races import together
 from tests.support import (
@@ -110,7 +110,9 @@ def place(
         (worker_id, list(skills), rating),
     )
     lat, lng = destination(*HERE, bearing, metres)
-    locations.report(worker_id, Location(lat=lat, lng=lng), now=time.time() - seen_seconds_ago)
+    locations.report(
+        worker_id, locations.WorkerPosition(lat=lat, lng=lng), now=time.time() - seen_seconds_ago
+    )
 
 
 def profile(conn: db.Connection, worker_id: str) -> str:
@@ -177,7 +179,7 @@ def test_only_fresh_qualified_idle_workers_never_the_last_holder(
     place(conn, "unskilled", 300, skills=["wash"])
     place(conn, "busy", 200, skills=["wash", "iron"])
     place(conn, "loser", 100, skills=["wash", "iron"])
-    locations.report("no-profile", Location(lat=HERE[0], lng=HERE[1]))
+    locations.report("no-profile", locations.WorkerPosition(lat=HERE[0], lng=HERE[1]))
     busy_job, _ = open_job(conn, ["wash"])
     commands.accept_job(conn, busy_job, "busy", None)
 
@@ -276,6 +278,15 @@ def test_a_wave_stops_the_moment_the_job_is_taken(
         assert not waves.run(conn, final).unfilled
     assert outcomes == {0, 3}, "the race never went both ways"
     assert not [e for e in waves.put if e.type == "job.unfilled"]
+
+
+def test_a_job_beyond_what_redis_geo_indexes_is_offered_to_nobody(
+    conn: db.Connection, waves: Waves
+) -> None:
+    spec = CreateJob.model_validate(job_body(["wash"], 89.5, 10.0))
+    job = commands.create_job(conn, BUSINESS_ID, spec)
+    report = waves.run(conn, first_wave(last_event(conn, job.id)))
+    assert (report.offered, report.scheduled) == (0, True)
 
 
 def test_events_that_open_nothing_start_no_round(conn: db.Connection) -> None:
