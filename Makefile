@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck unit install bench-accept bench-sweeper bench-outbox bench-geo template-lint package clean
+.PHONY: dev test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint package clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,15 @@ bench-sweeper: $(STAMP)
 ## Outbox benchmark: drain a 100k event backlog with the relay vs a naive row-at-a-time loop.
 bench-outbox: $(STAMP)
 	$(BIN)/python -m bench.outbox
+
+## Every benchmark, one after the other, then docs/benchmarks.md with its plots.
+bench: $(STAMP)
+	$(MAKE) bench-accept
+	$(MAKE) bench-sweeper
+	$(MAKE) bench-outbox
+	$(MAKE) bench-geo
+	$(MAKE) bench-soak
+	$(BIN)/python -m bench.report
 
 ## Load and soak: clients against the local stack, then the history checker.
 bench-soak: $(STAMP)

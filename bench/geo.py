@@ -1,6 +1,6 @@
 """Geo benchmarks, side by side in one run.
 
-    make bench-geo               (or: python -m bench.geo [--quick] [--jobs 1000000])
+    make bench-geo               (or: python -m bench.geo [--quick] [--sizes 100000,300000,1000000])
 
 1. Nearby search at N open jobs (80% in a 40 x 40 km metro, 20% spread over a country):
    our H3-cell query (the very SQL of GET /jobs/nearby) against PostGIS on the same rows
@@ -248,7 +248,7 @@ def locations(redis_url: str, updates: int, processes: Sequence[int]) -> Locatio
     return LocationReport(updates, runs)
 
 
-def report(n: NearbyReport, loc: LocationReport) -> str:
+def report(n: NearbyReport, loc: LocationReport, by_size: Sequence[NearbyReport] = ()) -> str:
     lines = [
         f"Nearby: {n.jobs:,} open jobs (80% in a 40 x 40 km metro), {n.queries} queries at 3 km,"
         f" limit 50, {n.mean_results:.1f} results on average. Ours is timed whole (cells,"
@@ -270,6 +270,26 @@ def report(n: NearbyReport, loc: LocationReport) -> str:
         )
     else:
         lines.append("| PostGIS | (not available on this server) | | |")
+    if len(by_size) > 1:
+        lines += [
+            "",
+            "By data size (the same queries on fresh loads of each size):",
+            "",
+            "| open jobs | ours p50 ms | ours p99 ms | PostGIS p50 ms | PostGIS p99 ms |"
+            " x PostGIS p99 |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in by_size:
+            theirs = r.postgis
+            lines.append(
+                f"| {r.jobs:,} | {r.ours.p50_ms:.2f} | {r.ours.p99_ms:.2f} | "
+                + (
+                    f"{theirs.p50_ms:.2f} | {theirs.p99_ms:.2f} | "
+                    f"{r.ours.p99_ms / theirs.p99_ms:.2f} |"
+                    if theirs
+                    else "n/a | n/a | n/a |"
+                )
+            )
     lines += [
         "",
         f"Location updates: {loc.updates:,} per process, each process a Lambda environment of its"
@@ -289,14 +309,18 @@ def report(n: NearbyReport, loc: LocationReport) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.geo", description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser.add_argument(
+        "--sizes", default="100000,300000,1000000", help="open jobs, one fresh load each"
+    )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--updates", type=int, default=20_000, help="per process")
     parser.add_argument("--processes", default="1,2,4", help="reporting processes, per run")
     parser.add_argument("--quick", action="store_true", help="a tiny run that only proves it works")
     args = parser.parse_args(argv)
-    jobs, queries, updates = (
-        (2_000, 20, 200) if args.quick else (args.jobs, args.queries, args.updates)
+    sizes, queries, updates = (
+        ([1_000, 2_000], 20, 200)
+        if args.quick
+        else ([int(n) for n in args.sizes.split(",")], args.queries, args.updates)
     )
     processes = [1, 2] if args.quick else [int(n) for n in args.processes.split(",")]
     redis_url = os.environ.get("REDIS_URL")
@@ -305,14 +329,22 @@ def main(argv: list[str] | None = None) -> None:
 
         redis_url = embedded.redis(home())
     with bench_database() as url:
-        near = nearby(url, jobs, queries)
+        by_size = [nearby(url, jobs, queries) for jobs in sizes]
     loc = locations(redis_url, updates, processes)
-    text = report(near, loc)
+    near = by_size[-1]
+    text = report(near, loc, by_size)
     print(text)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "geo.md").write_text(text + "\n")
     (RESULTS / "geo.json").write_text(
-        json.dumps({"nearby": asdict(near), "locations": asdict(loc)}, default=str)
+        json.dumps(
+            {
+                "nearby": asdict(near),
+                "nearby_by_size": [asdict(r) for r in by_size],
+                "locations": asdict(loc),
+            },
+            default=str,
+        )
     )
 
 

