@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import h3
 
 RESOLUTIONS = (7, 8, 9)
+COARSEST = min(RESOLUTIONS)
 SLACK = 1.2  # neighbouring H3 cells differ a little in size; bounds allow for it
 
 
@@ -50,3 +51,20 @@ def ring_bands(lat: float, lng: float, radius_m: float) -> Iterator[tuple[int, l
         ]
         yield resolution, cells, nearest_possible_m(last + 1, edge)
         first, size = last + 1, size * 2
+
+
+def covering(lat: float, lng: float, radius_m: float, resolution: int) -> tuple[list[int], float]:
+    """Every cell at `resolution` that can hold a point within `radius_m` (the rings out to
+    where nothing can be that near), and their area in square metres."""
+    origin = h3.latlng_to_cell(lat, lng, resolution)
+    edge = _edge_m(origin)
+    rings = 0
+    while nearest_possible_m(rings + 1, edge) <= radius_m:
+        rings += 1
+    cells = h3.grid_disk(origin, rings)
+    return [h3.str_to_int(c) for c in cells], len(cells) * float(h3.cell_area(origin, "m^2"))
+
+
+def area_m2(cells: list[int]) -> float:
+    """About how much ground a band of neighbouring cells covers."""
+    return len(cells) * float(h3.cell_area(h3.int_to_str(cells[0]), "m^2"))

@@ -2,6 +2,7 @@
 nearest first, qualified and open only, through the cell index (no extension)."""
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -132,6 +133,34 @@ def test_the_search_goes_through_the_cell_index(conn: Connection) -> None:
     assert "Seq Scan on jobs" not in plan, plan
 
 
+@pytest.fixture(autouse=True)
+def default_sparse_rows() -> Iterator[None]:
+    before = queries.SPARSE_ROWS
+    yield
+    queries.SPARSE_ROWS = before
+
+
+def test_a_sparse_place_takes_one_coarse_query(
+    conn: Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In open country the first band finds nothing: one query over the coarse cells covering
+    the circle answers, where the walk would have needed three."""
+    far = job_at(conn, *destination(30.0, 10.0, 45, 2_800))
+    job_at(conn, *destination(30.0, 10.0, 90, 3_200))  # just outside
+    statements: list[str] = []
+    execute = conn.execute
+
+    def counted(query: Any, params: Any = None) -> Any:
+        statements.append(str(query))
+        return execute(query, params)
+
+    monkeypatch.setattr(conn, "execute", counted)
+    found = queries.nearby_jobs(conn, "w", 30.0, 10.0, 3_000, 50).jobs
+    assert [str(j.id) for j in found] == [far]
+    assert len(statements) == 2 and "cell_r7" in statements[-1]
+    assert len(list(queries.geo.ring_bands(30.0, 10.0, 3_000))) == 3
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -139,8 +168,14 @@ def test_the_search_goes_through_the_cell_index(conn: Connection) -> None:
     lat=st.floats(-89.9, 89.9),
     lng=st.floats(-180, 180),
     radius=st.sampled_from([500, 3_000, 12_000, 45_000]),
+    sparse_rows=st.sampled_from([0, queries.SPARSE_ROWS]),
 )
-def test_same_answer_as_brute_force(conn: Connection, lat: float, lng: float, radius: int) -> None:
+def test_same_answer_as_brute_force(
+    conn: Connection, lat: float, lng: float, radius: int, sparse_rows: int
+) -> None:
+    """Both ways of searching (the ring walk alone, and the coarse shortcut where the first
+    band shows a sparse place) return exactly what brute force says."""
+    queries.SPARSE_ROWS = sparse_rows  # restored by the fixture below
     conn.execute("TRUNCATE jobs, job_events CASCADE")
     # Distances from 0.1 to 2 radii, none within 0.5% of the edge (where the last bits of two
     # floating-point computations could disagree).

@@ -1,5 +1,6 @@
 """Reads of jobs, with who may see what: the owning business, the assignee, ops."""
 
+import math
 from typing import Any
 from uuid import UUID
 
@@ -34,6 +35,11 @@ def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
     return JobEvents(events=[JobEvent.model_validate(row) for row in rows])
 
 
+# The most rows a one-shot search over the coarse covering is expected to read before the
+# search takes that shortcut (see nearby_jobs).
+SPARSE_ROWS = 500
+
+
 def nearby_jobs(
     conn: Connection, worker_id: str, lat: float, lng: float, radius_m: float, limit: int
 ) -> NearbyJobs:
@@ -41,10 +47,12 @@ def nearby_jobs(
 
     Band after band of rings from the nearest, each through the cell index; it stops once
     `limit` jobs are in hand and nothing in the next band could be nearer than the last.
+    Where the first band shows the place is sparse, one query over the coarse cells covering
+    the whole circle replaces the walk: in open country, most fine bands would hold nothing.
     """
-    found: list[dict[str, Any]] = []
-    for resolution, cells, beyond_m in geo.ring_bands(lat, lng, radius_m):
-        found += conn.execute(
+
+    def search(resolution: int, cells: list[int]) -> list[dict[str, Any]]:
+        return conn.execute(
             sql.NEARBY_JOBS[resolution],
             {
                 "lat": lat,
@@ -55,9 +63,20 @@ def nearby_jobs(
                 "limit": limit,
             },
         ).fetchall()
-        found = sorted(found, key=lambda row: row["distance_m"])[:limit]
+
+    found: list[dict[str, Any]] = []
+    for band, (resolution, cells, beyond_m) in enumerate(geo.ring_bands(lat, lng, radius_m)):
+        rows = search(resolution, cells)
+        found = sorted(found + rows, key=lambda row: row["distance_m"])[:limit]
         if len(found) == limit and found[-1]["distance_m"] <= beyond_m:
             break
+        if band == 0 and resolution > geo.COARSEST and len(rows) < limit:
+            cover, cover_m2 = geo.covering(lat, lng, radius_m, geo.COARSEST)
+            # Every job of the first band within the radius is in `rows` (fewer than limit).
+            seen_m2 = min(geo.area_m2(cells), math.pi * radius_m**2)
+            if len(rows) * cover_m2 / seen_m2 <= SPARSE_ROWS:
+                found = search(geo.COARSEST, cover)  # exact on its own: the whole circle
+                break
     return NearbyJobs(
         jobs=[
             NearbyJob(**Job.from_row(row).model_dump(), distance_m=round(row["distance_m"], 1))
