@@ -2,7 +2,7 @@
 nearest rings first, so that it can stop as soon as nothing further can be nearer."""
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import h3
 
@@ -35,15 +35,25 @@ def nearest_possible_m(ring: int, edge: float) -> float:
     return max(0.0, 1.5 * ring * edge / SLACK - 2 * edge * SLACK)
 
 
-def ring_bands(lat: float, lng: float, radius_m: float) -> Iterator[tuple[int, list[int], float]]:
+def ring_bands(
+    lat: float, lng: float, radius_m: float, reach: Callable[[], float] | None = None
+) -> Iterator[tuple[int, list[int], float]]:
     """(resolution, cells, distance nothing beyond this band can beat), nearest bands first,
-    until the rings cannot hold anything within `radius_m`."""
+    until the rings cannot hold anything within `radius_m`, or within `reach()`: the caller's
+    current bound (once it holds enough results, only nearer ones can matter), asked before
+    each band so that a band never reaches past what can still be useful."""
     resolution = resolution_for(radius_m)
     origin = h3.latlng_to_cell(lat, lng, resolution)
     edge = _edge_m(origin)
     first, size = 0, 3
-    while nearest_possible_m(first, edge) <= radius_m:
+
+    def bound() -> float:
+        return min(radius_m, reach()) if reach else radius_m
+
+    while nearest_possible_m(first, edge) <= bound():
         last = first + size - 1
+        while last > first and nearest_possible_m(last, edge) > bound():
+            last -= 1  # rings that cannot hold anything near enough any more
         cells = [
             h3.str_to_int(cell)
             for ring in range(first, last + 1)

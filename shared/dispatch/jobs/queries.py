@@ -65,7 +65,13 @@ def nearby_jobs(
         ).fetchall()
 
     found: list[dict[str, Any]] = []
-    for band, (resolution, cells, beyond_m) in enumerate(geo.ring_bands(lat, lng, radius_m)):
+
+    def reach() -> float:
+        """Once `limit` jobs are in hand, only nearer ones than the last can change the answer."""
+        return found[-1]["distance_m"] if len(found) == limit else radius_m
+
+    bands = geo.ring_bands(lat, lng, radius_m, reach)
+    for band, (resolution, cells, beyond_m) in enumerate(bands):
         rows = search(resolution, cells)
         found = sorted(found + rows, key=lambda row: row["distance_m"])[:limit]
         if len(found) == limit and found[-1]["distance_m"] <= beyond_m:
