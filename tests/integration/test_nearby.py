@@ -140,6 +140,18 @@ def default_sparse_rows() -> Iterator[None]:
     queries.SPARSE_ROWS = before
 
 
+@pytest.mark.parametrize("radius", ["5e-324", "1e-300", "0.001"])
+def test_the_tiniest_radius_finds_only_what_is_right_there(
+    api: Api, conn: Connection, radius: str
+) -> None:
+    """Found by the fuzzer: a subnormal radius squared to zero and divided by it (a 500)."""
+    here = job_at(conn, 65.1, -18.1)
+    job_at(conn, *destination(65.1, -18.1, 0, 1))  # a metre away
+    reply = nearby(api, 65.1, -18.1, radius_m=radius)
+    assert reply.status == 200
+    assert [(j["id"], j["distance_m"]) for j in reply.body["jobs"]] == [(here, 0.0)]
+
+
 def test_a_sparse_place_takes_one_coarse_query(
     conn: Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -79,7 +79,8 @@ def nearby_jobs(
         if band == 0 and resolution > geo.COARSEST and len(rows) < limit:
             cover, cover_m2 = geo.covering(lat, lng, radius_m, geo.COARSEST)
             # Every job of the first band within the radius is in `rows` (fewer than limit).
-            seen_m2 = min(geo.area_m2(cells), math.pi * radius_m**2)
+            # (At least a square metre: a radius of 5e-324 m squares to zero. Found by fuzzing.)
+            seen_m2 = max(1.0, min(geo.area_m2(cells), math.pi * radius_m**2))
             if len(rows) * cover_m2 / seen_m2 <= SPARSE_ROWS:
                 found = search(geo.COARSEST, cover)  # exact on its own: the whole circle
                 break
