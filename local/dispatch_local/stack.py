@@ -38,6 +38,9 @@ def start_stack(
         "EVENT_BUS_NAME": f"dispatch-e2e-{port}",
         "OUTBOX_QUEUE_URL": "",
         "OFFER_QUEUE_URL": "",
+        # And its own Redis (embedded, in its home): its sweeper prunes worker positions, and
+        # must not prune the ones another stack or an in-process test just reported.
+        "REDIS_URL": "",
         **environment,
     }
     log = (home / "stack.log").open("w")
