@@ -9,9 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dispatch import db
 from dispatch.db import Connection
 from dispatch.jobs import commands, queries
 from dispatch.jobs.models import CreateJob
+from tests.integration.test_round_trips import traced
 from tests.support import EARTH_M, Api, destination, job_body, make_worker, walk_to, worker
 
 WASHER = worker("washer")
@@ -152,24 +154,17 @@ def test_the_tiniest_radius_finds_only_what_is_right_there(
     assert [(j["id"], j["distance_m"]) for j in reply.body["jobs"]] == [(here, 0.0)]
 
 
-def test_a_sparse_place_takes_one_coarse_query(
-    conn: Connection, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_sparse_place_takes_one_coarse_query(conn: Connection) -> None:
     """In open country the first band finds nothing: one query over the coarse cells covering
-    the circle answers, where the walk would have needed three."""
+    the circle answers, where the walk would have needed three (counted on the wire)."""
     far = job_at(conn, *destination(30.0, 10.0, 45, 2_800))
     job_at(conn, *destination(30.0, 10.0, 90, 3_200))  # just outside
-    statements: list[str] = []
-    execute = conn.execute
-
-    def counted(query: Any, params: Any = None) -> Any:
-        statements.append(str(query))
-        return execute(query, params)
-
-    monkeypatch.setattr(conn, "execute", counted)
-    found = queries.nearby_jobs(conn, "w", 30.0, 10.0, 3_000, 50).jobs
+    found: list[Any] = []
+    wire = traced(
+        lambda: found.extend(queries.nearby_jobs(db.connection(), "w", 30.0, 10.0, 3_000, 50).jobs)
+    )
     assert [str(j.id) for j in found] == [far]
-    assert len(statements) == 2 and "cell_r7" in statements[-1]
+    assert len(wire.statements) == 2 and "cell_r7" in wire.statements[-1]
     assert len(list(queries.geo.ring_bands(30.0, 10.0, 3_000))) == 3
 
 

@@ -35,8 +35,8 @@ def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
     return JobEvents(events=[JobEvent.model_validate(row) for row in rows])
 
 
-# The most rows a one-shot search over the coarse covering is expected to read before the
-# search takes that shortcut (see nearby_jobs).
+# A one-shot search over the coarse covering is taken when it is expected to read fewer rows
+# than this (see nearby_jobs); 0 turns the shortcut off.
 SPARSE_ROWS = 500
 
 
@@ -81,7 +81,7 @@ def nearby_jobs(
             # Every job of the first band within the radius is in `rows` (fewer than limit).
             # (At least a square metre: a radius of 5e-324 m squares to zero. Found by fuzzing.)
             seen_m2 = max(1.0, min(geo.area_m2(cells), math.pi * radius_m**2))
-            if len(rows) * cover_m2 / seen_m2 <= SPARSE_ROWS:
+            if len(rows) * cover_m2 / seen_m2 < SPARSE_ROWS:
                 found = search(geo.COARSEST, cover)  # exact on its own: the whole circle
                 break
     return NearbyJobs(
