@@ -45,9 +45,7 @@ def report(worker_id: str, where: WorkerPosition, now: float | None = None) -> N
     pipe.execute()
 
 
-def fresh_nearby(
-    around: Location, radius_m: float, limit: int, now: float | None = None
-) -> list[tuple[str, float]]:
+def fresh_nearby(around: Location, radius_m: float, limit: int) -> list[tuple[str, float]]:
     """Workers seen within the freshness period and within `radius_m`: (id, metres), nearest
     first. Two round trips: the nearest `limit` positions, then when each was last seen."""
     if abs(around.lat) > GEO_MAX_LAT:
@@ -66,7 +64,7 @@ def fresh_nearby(
     if not found:
         return []
     seen = r.zmscore(LAST_SEEN, [worker_id.decode() for worker_id, _ in found])
-    cutoff = (time.time() if now is None else now) - settings().location_fresh_seconds
+    cutoff = time.time() - settings().location_fresh_seconds
     return [
         (worker_id.decode(), float(distance))
         for (worker_id, distance), last_seen in zip(found, seen, strict=True)
@@ -86,9 +84,9 @@ return #gone
 """
 
 
-def prune(now: float | None = None) -> int:
+def prune() -> int:
     """Forget positions not reported for the keep period; returns how many went."""
-    cutoff = (time.time() if now is None else now) - settings().location_keep_seconds
+    cutoff = time.time() - settings().location_keep_seconds
     script = client().register_script(_PRUNE)
     total = 0
     while removed := int(script(keys=[POSITIONS, LAST_SEEN], args=[cutoff])):

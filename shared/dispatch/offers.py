@@ -142,13 +142,11 @@ def round_for(event: JobEvent) -> WaveRequest | None:
     )
 
 
-def start_round(event: JobEvent, schedule: Schedule | None = None) -> bool:
+def start_round(event: JobEvent) -> None:
     """Schedule wave 1 at once when `event` opens the job and offers are configured."""
     request = round_for(event)
-    if request is None or not settings().offer_queue_url:
-        return False
-    (schedule or sqs_schedule)(request, 0)
-    return True
+    if request is not None and settings().offer_queue_url:
+        sqs_schedule(request, 0)
 
 
 def sqs_schedule(request: WaveRequest, delay_seconds: int) -> None:

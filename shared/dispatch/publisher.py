@@ -33,7 +33,7 @@ class PublishFailed(Exception):
 
 
 def publish(
-    conn: Connection, event: JobEvent, put: Put, then: Callable[[JobEvent], object] | None = None
+    conn: Connection, event: JobEvent, put: Put, then: Callable[[JobEvent], None] | None = None
 ) -> bool:
     """Put `event` on the bus unless it already was; True when this call put it. `then` runs
     after the put and before the record (the offer round an opening event starts), so a failure
