@@ -152,7 +152,7 @@ def classic_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from aws_lambda_powertools.event_handler.openapi.params import Body
 
     from dispatch.auth import Role
-    from dispatch.http import JSON, DispatchResolver, entrypoint
+    from dispatch.http.resolver import JSON, DispatchResolver, entrypoint
     from dispatch.jobs.models import AcceptJob
 
     app = DispatchResolver()

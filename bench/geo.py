@@ -29,9 +29,10 @@ import psycopg
 import redis
 
 from bench.common import Timing, bench_database, timing
-from dispatch import db, geo
-from dispatch import locations as dispatch_locations
+from dispatch import db
+from dispatch.jobs import geo
 from dispatch.jobs import queries as job_queries
+from dispatch.workers import locations as dispatch_locations
 
 RESULTS = Path(__file__).parent / "results"
 METRO = (12.97, 77.59)  # the metro's centre; its box is 40 x 40 km

@@ -20,9 +20,10 @@ from pathlib import Path
 from uuid import UUID
 
 from bench.common import bench_database
-from dispatch import db, relay
+from dispatch import db
 from dispatch.config import settings
-from dispatch.outbox import MESSAGE
+from dispatch.outbox import relay
+from dispatch.outbox.sql import MESSAGE
 
 RESULTS = Path(__file__).parent / "results"
 EVENTS_PER_JOB = 4

@@ -9,8 +9,9 @@ import psycopg
 import pytest
 import redis
 
-from dispatch import db, locations, migrations
+from dispatch import db, migrations
 from dispatch.config import settings
+from dispatch.workers import locations
 from dispatch_local import REPO_ROOT
 from tests.support import Api
 

@@ -82,11 +82,21 @@ class Api:
         )
 
 
-def window(hours_from_now: int = 2, length_hours: int = 2) -> dict[str, str]:
+def rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def window(hours_from_now: float = 2, length_hours: float = 2) -> dict[str, str]:
     start = datetime.now(UTC) + timedelta(hours=hours_from_now)
+    return {"start": rfc3339(start), "end": rfc3339(start + timedelta(hours=length_hours))}
+
+
+def window_ending_in(seconds: float) -> dict[str, str]:
+    """A window that began an hour ago and ends `seconds` from now: time then passes for real."""
+    now = datetime.now(UTC)
     return {
-        "start": start.isoformat().replace("+00:00", "Z"),
-        "end": (start + timedelta(hours=length_hours)).isoformat().replace("+00:00", "Z"),
+        "start": rfc3339(now - timedelta(hours=1)),
+        "end": rfc3339(now + timedelta(seconds=seconds)),
     }
 
 
@@ -109,8 +119,15 @@ def make_worker(api: Api, who: Who, skills: list[str] | None = None) -> None:
     assert reply.status == 200, reply.body
 
 
-def make_job(api: Api, owner: Who = BUSINESS, skills: list[str] | None = None) -> dict[str, Any]:
-    reply = api.call("POST", "/jobs", owner, job_body(skills))
+def make_job(
+    api: Api,
+    owner: Who = BUSINESS,
+    skills: list[str] | None = None,
+    when: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    reply = api.call(
+        "POST", "/jobs", owner, {**job_body(skills), **({"window": when} if when else {})}
+    )
     assert reply.status == 201, reply.body
     job: dict[str, Any] = reply.body
     return job
@@ -176,9 +193,15 @@ def attach(api: Api, job: dict[str, Any], who: Who, slot: str) -> dict[str, Any]
     return attached
 
 
-def walk_to(api: Api, status: str, holder: Who, owner: Who = BUSINESS) -> dict[str, Any]:
+def walk_to(
+    api: Api,
+    status: str,
+    holder: Who,
+    owner: Who = BUSINESS,
+    when: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """A job brought to `status` through the API, the way people would get it there."""
-    job = make_job(api, owner)
+    job = make_job(api, owner, when=when)
     if status == "open":
         return job
     if status == "cancelled":

@@ -8,11 +8,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from dispatch.auth import Role
 from dispatch.errors import Code
-from dispatch.http import DispatchResolver, entrypoint
+from dispatch.http.openapi import KEYED_WRITE, answers
+from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.models import AcceptJob, Job
 from dispatch.observability import count
-from dispatch.openapi import KEYED_WRITE, answers
 
 app = DispatchResolver()
 ACCEPT_ANSWERS = answers(

@@ -5,10 +5,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from dispatch.auth import Role
-from dispatch.http import DispatchResolver, entrypoint
+from dispatch.http.openapi import KEYED_WRITE, answers
+from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob, Job
-from dispatch.openapi import KEYED_WRITE, answers
 
 app = DispatchResolver()
 

@@ -2,8 +2,8 @@
 
 from dispatch import db
 from dispatch.errors import Code
-from dispatch.http import DispatchResolver, entrypoint
-from dispatch.openapi import Health, answers
+from dispatch.http.openapi import Health, answers
+from dispatch.http.resolver import DispatchResolver, entrypoint
 
 app = DispatchResolver()
 

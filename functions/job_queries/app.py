@@ -1,18 +1,20 @@
 """GET /jobs/nearby for workers; GET /jobs/{job_id} and GET /jobs/{job_id}/events for the owner,
 the assignee and ops."""
 
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from dispatch import db
 from dispatch.auth import Role
 from dispatch.errors import Code
-from dispatch.http import DispatchResolver, entrypoint
+from dispatch.events import JobEvents
+from dispatch.http.openapi import READ, answers
+from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs import queries
-from dispatch.jobs.models import Job, JobEvents, NearbyJobs
-from dispatch.openapi import READ, answers
+from dispatch.jobs.models import Job, NearbyJobs
 
 app = DispatchResolver()
 READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}
@@ -25,16 +27,18 @@ def nearby(
     lng: Annotated[float, Query(ge=-180, le=180)],
     radius_m: Annotated[float, Query(gt=0, le=50_000)] = 3_000,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-) -> NearbyJobs:
+) -> Response[Any]:
     worker = app.caller
-    return db.run(lambda conn: queries.nearby_jobs(conn, worker.id, lat, lng, radius_m, limit))
+    return app.answer(
+        db.run(lambda conn: queries.nearby_jobs(conn, worker.id, lat, lng, radius_m, limit))
+    )
 
 
 @app.endpoint(
     "GET", "/jobs/<job_id>", roles=READERS, responses=answers(200, Job, *READ, Code.NOT_FOUND)
 )
-def get_job(job_id: UUID) -> Job:
-    return db.run(lambda conn: queries.visible_job(conn, app.caller, job_id))
+def get_job(job_id: UUID) -> Response[Any]:
+    return app.answer(db.run(lambda conn: queries.visible_job(conn, app.caller, job_id)))
 
 
 @app.endpoint(
@@ -43,8 +47,8 @@ def get_job(job_id: UUID) -> Job:
     roles=READERS,
     responses=answers(200, JobEvents, *READ, Code.NOT_FOUND),
 )
-def get_job_events(job_id: UUID) -> JobEvents:
-    return db.run(lambda conn: queries.job_events(conn, app.caller, job_id))
+def get_job_events(job_id: UUID) -> Response[Any]:
+    return app.answer(db.run(lambda conn: queries.job_events(conn, app.caller, job_id)))
 
 
 lambda_handler = entrypoint(app)

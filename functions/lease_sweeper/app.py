@@ -8,10 +8,12 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db, locations, relay
+from dispatch import db
 from dispatch.config import settings
 from dispatch.observability import count, logger, metrics
+from dispatch.outbox import relay
 from dispatch.sweeper import sweep
+from dispatch.workers import locations
 
 SAFETY_MARGIN_MS = 5_000  # stop starting batches this long before the function would time out
 

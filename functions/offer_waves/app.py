@@ -12,16 +12,17 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db, offers
+from dispatch import db
 from dispatch.observability import logger, metrics
-from dispatch.publisher import put_all_on_bus
+from dispatch.offers import waves
+from dispatch.outbox.publisher import put_all_on_bus
 
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def run_wave(record: SQSRecord) -> None:
-    request = offers.WaveRequest.model_validate_json(record.body)
-    db.run(lambda conn: offers.run_wave(conn, request, offers.sqs_schedule, put_all_on_bus))
+    request = waves.WaveRequest.model_validate_json(record.body)
+    db.run(lambda conn: waves.run_wave(conn, request, waves.sqs_schedule, put_all_on_bus))
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -15,18 +15,19 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db, offers
-from dispatch.jobs.models import JobEvent
+from dispatch import db
+from dispatch.events import Event
 from dispatch.observability import logger, metrics
-from dispatch.publisher import publish, put_on_bus
+from dispatch.offers import waves
+from dispatch.outbox.publisher import publish, put_on_bus
 
 # On a failure only the rest of that message group (that job) waits; other jobs go on.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def publish_record(record: SQSRecord) -> None:
-    event = JobEvent.model_validate_json(record.body)
-    db.run(lambda conn: publish(conn, event, put_on_bus, then=offers.start_round))
+    event = Event.from_json(record.body)
+    db.run(lambda conn: publish(conn, event, put_on_bus, then=waves.start_round))
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -6,14 +6,19 @@ from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 
-from dispatch import photos
 from dispatch.auth import Role
 from dispatch.errors import Code
-from dispatch.http import DispatchResolver, entrypoint
-from dispatch.jobs import commands
-from dispatch.jobs.lifecycle import Photo, TransitionRequest
-from dispatch.jobs.models import Job
-from dispatch.openapi import KEYED_WRITE, answers
+from dispatch.http.openapi import KEYED_WRITE, answers
+from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.jobs import commands, photos
+from dispatch.jobs.models import (
+    AttachPhoto,
+    Job,
+    Photo,
+    PhotoRequest,
+    PhotoUpload,
+    TransitionRequest,
+)
 
 app = DispatchResolver()
 
@@ -41,9 +46,9 @@ def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
 
 
 @app.endpoint(
-    "POST", "/photos", roles={Role.WORKER}, responses=answers(201, photos.PhotoUpload, *KEYED_WRITE)
+    "POST", "/photos", roles={Role.WORKER}, responses=answers(201, PhotoUpload, *KEYED_WRITE)
 )
-def create_photo(request: photos.PhotoRequest) -> Response[Any]:
+def create_photo(request: PhotoRequest) -> Response[Any]:
     worker = app.caller
     return app.idempotent(lambda conn: photos.create_upload(conn, worker.id, request), status=201)
 
@@ -54,7 +59,7 @@ def create_photo(request: photos.PhotoRequest) -> Response[Any]:
     roles={Role.WORKER},
     responses=answers(200, Job, *KEYED_WRITE, Code.NOT_FOUND, Code.PHOTO_SLOT_CLOSED),
 )
-def attach_photo(job_id: UUID, slot: Photo, request: photos.AttachPhoto) -> Response[Any]:
+def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[Any]:
     worker = app.caller
     return app.idempotent(
         lambda conn: commands.attach_photo(conn, job_id, worker.id, slot, request.photo_id)

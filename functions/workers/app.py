@@ -4,11 +4,12 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 
-from dispatch import locations, workers
 from dispatch.auth import Role
 from dispatch.errors import Code
-from dispatch.http import DispatchResolver, entrypoint
-from dispatch.openapi import KEYED_WRITE, answers
+from dispatch.http.openapi import KEYED_WRITE, answers
+from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.workers import locations, profiles
+from dispatch.workers.models import WorkerPosition, WorkerProfile, WorkerProfileUpdate
 
 app = DispatchResolver()
 
@@ -17,17 +18,18 @@ app = DispatchResolver()
     "PUT",
     "/workers/me",
     roles={Role.WORKER},
-    responses=answers(200, workers.WorkerProfile, *KEYED_WRITE),
+    responses=answers(200, WorkerProfile, *KEYED_WRITE),
 )
-def put_worker_profile(update: workers.WorkerProfileUpdate) -> Response[Any]:
+def put_worker_profile(update: WorkerProfileUpdate) -> Response[Any]:
     worker = app.caller
-    return app.idempotent(lambda conn: workers.set_skills(conn, worker.id, update))
+    return app.idempotent(lambda conn: profiles.set_skills(conn, worker.id, update))
 
 
 @app.endpoint(
     "PUT",
     "/workers/me/location",
     roles={Role.WORKER},
+    stores_answers=False,
     # Not stored under its key (latest wins): no replay, reuse or in-progress answers.
     responses=answers(
         204,
@@ -40,7 +42,7 @@ def put_worker_profile(update: workers.WorkerProfileUpdate) -> Response[Any]:
         Code.UNAVAILABLE,
     ),
 )
-def put_worker_location(where: locations.WorkerPosition) -> Response[Any]:
+def put_worker_location(where: WorkerPosition) -> Response[Any]:
     # Latest wins, so a retry is harmless: the Idempotency-Key is required (the contract) but
     # not stored, which keeps 3k location writes a second away from Postgres.
     locations.report(app.caller.id, where)

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dispatch.errors import Code, DispatchError, error_body
-from dispatch.http import IDEMPOTENCY_KEY, STATE_CHANGING
+from dispatch.http.resolver import IDEMPOTENCY_KEY, STATE_CHANGING
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext, http_api_event
 from dispatch_local.template import (

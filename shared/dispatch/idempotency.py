@@ -20,10 +20,10 @@ from typing import Any
 
 import psycopg
 from psycopg import errors, pq
-from pydantic import BaseModel
 
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError, error_body
+from dispatch.models import Resource
 
 CLAIM_KEY = """
 INSERT INTO idempotency_keys (principal, key, fingerprint)
@@ -84,7 +84,7 @@ def fingerprint(method: str, route: str, path_parameters: dict[str, str], body: 
 def execute(
     conn: Connection,
     request: KeyedRequest,
-    command: Callable[[Connection], BaseModel],
+    command: Callable[[Connection], Resource],
     success_status: int,
 ) -> Answer:
     try:
@@ -103,7 +103,7 @@ def execute(
 def _claim_and_run(
     conn: Connection,
     request: KeyedRequest,
-    command: Callable[[Connection], BaseModel],
+    command: Callable[[Connection], Resource],
     success_status: int,
 ) -> Answer | None:
     """The command's transaction; None when the key already belonged to another request.
@@ -122,7 +122,7 @@ def _claim_and_run(
             claim = conn.execute(CLAIM_KEY, params)
             try:
                 # Its first fetch brings back the claim's result too: one round trip.
-                status, body = success_status, command(conn).model_dump_json()
+                status, body = success_status, command(conn).to_json()
             except DispatchError as error:
                 if error.status >= 500 or isinstance(error.__cause__, psycopg.Error):
                     raise  # the transaction is broken; the caller stores the answer anew
@@ -176,6 +176,16 @@ def _replay(conn: Connection, request: KeyedRequest) -> Answer:
         raise DispatchError(Code.REQUEST_IN_PROGRESS)
     if row["fingerprint"] != request.fingerprint:
         raise DispatchError(Code.IDEMPOTENCY_KEY_REUSED)
+    return Answer(row["status_code"], row["body"], replayed=True)
+
+
+def answered(conn: Connection, request: KeyedRequest) -> Answer | None:
+    """The stored answer of exactly this request (same caller, key and fingerprint), if any."""
+    row = conn.execute(
+        STORED_ANSWER, {"principal": request.principal, "key": request.key}
+    ).fetchone()
+    if row is None or row["status_code"] is None or row["fingerprint"] != request.fingerprint:
+        return None
     return Answer(row["status_code"], row["body"], replayed=True)
 
 

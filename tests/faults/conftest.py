@@ -9,8 +9,9 @@ import psycopg
 import pytest
 import redis
 
-from dispatch import db, locations
+from dispatch import db
 from dispatch.config import settings
+from dispatch.workers import locations
 from tests.faults.proxy import Proxy, upstream_of
 
 

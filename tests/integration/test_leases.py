@@ -10,8 +10,7 @@ from dispatch.auth import Caller, Role
 from dispatch.config import settings
 from dispatch.errors import Code, DispatchError
 from dispatch.jobs import commands
-from dispatch.jobs.lifecycle import TransitionEvent
-from dispatch.jobs.models import CreateJob
+from dispatch.jobs.models import CreateJob, TransitionEvent
 from dispatch.sweeper import sweep
 from tests.integration.test_accept_races import together
 from tests.support import Api, job_body, make_worker, walk_to, worker
@@ -47,7 +46,8 @@ def test_the_sweeper_reopens_with_a_new_version_and_one_event(
     ).fetchone()
     assert event is not None
     assert (event["type"], event["actor"]) == ("job.reopened", "system:lease-sweeper")
-    assert event["data"]["previous_assignee_id"] == HOLDER[0]
+    # The event carries the public Job as it now is; who held it is the previous version's.
+    assert (event["data"]["status"], event["data"]["assignee_id"]) == ("open", None)
     still = conn.execute("SELECT status FROM jobs WHERE id = %s", (untouched["id"],)).fetchone()
     assert still == {"status": "assigned"}
     assert sweep(conn).reopened == 0  # nothing twice

@@ -13,8 +13,8 @@ from hypothesis.stateful import (
 )
 
 from dispatch import db
-from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS, Actor, Photo, TransitionEvent
-from dispatch.jobs.models import JobStatus
+from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS, Actor
+from dispatch.jobs.models import JobStatus, Photo, TransitionEvent
 from dispatch.sweeper import sweep
 from tests.support import BUSINESS, Api, Who, job_body, worker
 

@@ -5,8 +5,10 @@ import time
 import pytest
 import redis
 
-from dispatch import db, locations
+from dispatch import db
 from dispatch.config import settings
+from dispatch.workers import locations
+from dispatch.workers.models import WorkerPosition
 from dispatch_local.events import LambdaContext
 from dispatch_local.template import handler_of, schedules
 from tests.support import Api, make_job, make_worker, worker
@@ -82,7 +84,7 @@ def test_the_sweeper_forgets_positions_nobody_reported_for_an_hour(
     conn: db.Connection, cache: redis.Redis
 ) -> None:
     now = time.time()
-    here = locations.WorkerPosition(lat=12.97, lng=77.59)
+    here = WorkerPosition(lat=12.97, lng=77.59)
     for n in range(1_500):  # more than one pruning pass holds
         locations.report(f"gone-{n}", here, now=now - 3_601)
     locations.report("recent", here, now=now - 3_599)

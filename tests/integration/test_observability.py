@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dispatch.http import DispatchResolver, entrypoint
+from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.observability import logger
 from dispatch_local.events import LambdaContext
 from tests.support import Api, make_job, make_worker, worker

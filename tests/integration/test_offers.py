@@ -13,12 +13,15 @@ import psycopg
 import pytest
 import redis
 
-from dispatch import db, locations, offers
+from dispatch import db
 from dispatch.auth import Caller, Role
 from dispatch.config import settings
+from dispatch.events import Event
 from dispatch.jobs import commands
-from dispatch.jobs.lifecycle import TransitionEvent
-from dispatch.jobs.models import CreateJob, JobEvent
+from dispatch.jobs.models import CreateJob, TransitionEvent
+from dispatch.offers import waves as offer_waves
+from dispatch.workers import locations
+from dispatch.workers.models import WorkerPosition
 from dispatch_local.gateway import deliver_batch
 from tests.integration.test_accept_races import together
 from tests.support import (
@@ -42,17 +45,17 @@ class Waves:
     """Stands in for the offer queue and the bus: what was scheduled, what was put."""
 
     def __init__(self) -> None:
-        self.scheduled: list[tuple[offers.WaveRequest, int]] = []
-        self.put: list[JobEvent] = []
+        self.scheduled: list[tuple[offer_waves.WaveRequest, int]] = []
+        self.put: list[Event] = []
 
-    def schedule(self, request: offers.WaveRequest, delay_seconds: int) -> None:
+    def schedule(self, request: offer_waves.WaveRequest, delay_seconds: int) -> None:
         self.scheduled.append((request, delay_seconds))
 
-    def put_all(self, events: Sequence[JobEvent]) -> None:
+    def put_all(self, events: Sequence[Event]) -> None:
         self.put.extend(events)
 
-    def run(self, conn: db.Connection, request: offers.WaveRequest) -> offers.WaveReport:
-        return offers.run_wave(conn, request, self.schedule, self.put_all)
+    def run(self, conn: db.Connection, request: offer_waves.WaveRequest) -> offer_waves.WaveReport:
+        return offer_waves.run_wave(conn, request, self.schedule, self.put_all)
 
     def offered(self) -> list[str]:
         return [e.data["worker_id"] for e in self.put if e.type == "offer.created"]
@@ -75,22 +78,25 @@ def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
     settings.cache_clear()
 
 
-def open_job(conn: db.Connection, skills: list[str] | None = None) -> tuple[UUID, JobEvent]:
+def open_job(conn: db.Connection, skills: list[str] | None = None) -> tuple[UUID, Event]:
     """A new open job at HERE, and its job.created event (what starts the round)."""
     spec = CreateJob.model_validate(job_body(skills or ["wash"], *HERE))
     job = commands.create_job(conn, BUSINESS_ID, spec)
     return job.id, last_event(conn, job.id)
 
 
-def last_event(conn: db.Connection, job_id: UUID) -> JobEvent:
+def last_event(conn: db.Connection, job_id: UUID) -> Event:
     row = conn.execute(
-        "SELECT * FROM job_events WHERE job_id = %s ORDER BY version DESC LIMIT 1", (job_id,)
+        "SELECT dispatch_event(e) AS document FROM job_events e WHERE e.job_id = %s"
+        " ORDER BY e.version DESC LIMIT 1",
+        (job_id,),
     ).fetchone()
-    return JobEvent.model_validate(row)
+    assert row is not None
+    return Event.from_document(row["document"])
 
 
-def first_wave(event: JobEvent) -> offers.WaveRequest:
-    request = offers.round_for(event)
+def first_wave(event: Event) -> offer_waves.WaveRequest:
+    request = offer_waves.round_for(event)
     assert request is not None
     return request
 
@@ -111,7 +117,7 @@ def place(
     )
     lat, lng = destination(*HERE, bearing, metres)
     locations.report(
-        worker_id, locations.WorkerPosition(lat=lat, lng=lng), now=time.time() - seen_seconds_ago
+        worker_id, WorkerPosition(lat=lat, lng=lng), now=time.time() - seen_seconds_ago
     )
 
 
@@ -139,7 +145,7 @@ def test_waves_widen_on_schedule_then_tell_the_business(conn: db.Connection, wav
     job_id, created = open_job(conn)
 
     request = first_wave(created)
-    assert (request.wave, request.version, request.excluded_worker_id) == (1, 1, None)
+    assert (request.wave, request.version) == (1, 1)
     reports = []
     while True:
         reports.append(waves.run(conn, request))
@@ -179,7 +185,7 @@ def test_only_fresh_qualified_idle_workers_never_the_last_holder(
     place(conn, "unskilled", 300, skills=["wash"])
     place(conn, "busy", 200, skills=["wash", "iron"])
     place(conn, "loser", 100, skills=["wash", "iron"])
-    locations.report("no-profile", locations.WorkerPosition(lat=HERE[0], lng=HERE[1]))
+    locations.report("no-profile", WorkerPosition(lat=HERE[0], lng=HERE[1]))
     busy_job, _ = open_job(conn, ["wash"])
     commands.accept_job(conn, busy_job, "busy", None)
 
@@ -190,7 +196,7 @@ def test_only_fresh_qualified_idle_workers_never_the_last_holder(
     event = last_event(conn, job_id)
     assert event.type == "job.reopened"
     request = first_wave(event)
-    assert (request.version, request.excluded_worker_id) == (3, "loser")
+    assert request.version == 3  # "loser" held it at version 2: not offered it again
 
     waves.run(conn, request)
     assert waves.offered() == ["ready", "fresh-enough"]
@@ -206,7 +212,6 @@ def test_a_released_job_is_not_offered_back_to_who_gave_it_back(
     giver = Caller("giver", frozenset({Role.WORKER}))
     commands.transition(conn, job_id, giver, TransitionEvent.RELEASE, job.version)
     request = first_wave(last_event(conn, job_id))
-    assert request.excluded_worker_id == "giver"
     waves.run(conn, request)
     assert waves.offered() == ["other"]
 
@@ -273,7 +278,7 @@ def test_a_wave_stops_the_moment_the_job_is_taken(
         assert all(o["job_version"] == 1 for o in offered)
         outcomes.add(len(offered))
         # The round is over: the next wave and the final check do nothing.
-        assert waves.run(conn, request.next()) == offers.WaveReport(0, 0, scheduled=False)
+        assert waves.run(conn, request.next()) == offer_waves.WaveReport(0, 0, scheduled=False)
         final = request.model_copy(update={"wave": 4})
         assert not waves.run(conn, final).unfilled
     assert outcomes == {0, 3}, "the race never went both ways"
@@ -292,7 +297,7 @@ def test_a_job_beyond_what_redis_geo_indexes_is_offered_to_nobody(
 def test_events_that_open_nothing_start_no_round(conn: db.Connection) -> None:
     job_id, _ = open_job(conn)
     commands.accept_job(conn, job_id, profile(conn, "w"), None)
-    assert offers.round_for(last_event(conn, job_id)) is None
+    assert offer_waves.round_for(last_event(conn, job_id)) is None
 
 
 def test_the_database_refuses_offers_that_break_the_rules(conn: db.Connection) -> None:
@@ -325,7 +330,7 @@ def test_the_database_refuses_offers_that_break_the_rules(conn: db.Connection) -
         )
 
 
-offer_waves = consumer_of("OfferQueue")
+wave_consumer = consumer_of("OfferQueue")
 
 
 def test_a_new_job_reaches_a_nearby_worker_through_the_queues(
@@ -340,7 +345,7 @@ def test_a_new_job_reaches_a_nearby_worker_through_the_queues(
     assert reply.status == 204
     job = make_job(api)
     drain(queues["outbox"])
-    drain(queues["offers"], offer_waves)
+    drain(queues["offers"], wave_consumer)
 
     bus = on_the_bus(queues["tap"])
     assert [e["detail-type"] for e in bus] == ["job.created", "offer.created"]
@@ -353,7 +358,7 @@ def test_a_new_job_reaches_a_nearby_worker_through_the_queues(
     assert not sqs.receive_message(QueueUrl=queues["offers"]).get("Messages")
     time.sleep(WAVE_GAP_SECONDS)
     (message,) = sqs.receive_message(QueueUrl=queues["offers"], WaitTimeSeconds=2)["Messages"]
-    assert offers.WaveRequest.model_validate_json(message["Body"]).wave == 2
+    assert offer_waves.WaveRequest.model_validate_json(message["Body"]).wave == 2
 
 
 def test_redis_down_waves_wait_while_claims_and_publishing_go_on(
@@ -380,7 +385,7 @@ def test_redis_down_waves_wait_while_claims_and_publishing_go_on(
             "job.assigned",
         ]
         sqs = boto3.client("sqs")
-        handled = deliver_batch(sqs, queues["offers"], 10, offer_waves, retry_failed_now=True)
+        handled = deliver_batch(sqs, queues["offers"], 10, wave_consumer, retry_failed_now=True)
         assert handled == 2
         assert conn.execute("SELECT count(*) AS n FROM offer_waves").fetchone() == {"n": 0}
     finally:
@@ -388,6 +393,6 @@ def test_redis_down_waves_wait_while_claims_and_publishing_go_on(
         settings.cache_clear()
         locations.client.cache_clear()
     # Redis is back: the waves that failed run on their next receive.
-    drain(queues["offers"], offer_waves)
+    drain(queues["offers"], wave_consumer)
     offered = conn.execute("SELECT job_id, worker_id FROM job_offers").fetchall()
     assert offered == [{"job_id": UUID(job["id"]), "worker_id": "worker-1"}]

@@ -8,9 +8,10 @@ from uuid import UUID
 import boto3
 import pytest
 
-from dispatch import aws, db, relay
+from dispatch import aws, db
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob, JobEvent
+from dispatch.jobs.models import CreateJob, TransitionEvent
+from dispatch.outbox import relay
 from tests.integration.test_accept_races import together
 from tests.support import (
     BUSINESS,
@@ -18,6 +19,7 @@ from tests.support import (
     drain,
     in_parallel,
     job_body,
+    make_job,
     make_worker,
     on_the_bus,
     on_the_queue,
@@ -63,7 +65,6 @@ def test_writes_through_the_handlers_reach_the_bus_in_order(
 def write_lives(url: str, jobs: int) -> None:
     """Jobs created, accepted and checked in from several threads at once (no relay)."""
     from dispatch.auth import Caller, Role
-    from dispatch.jobs.lifecycle import TransitionEvent
 
     def life(n: int) -> None:
         with db.connect(url) as conn:
@@ -140,10 +141,12 @@ def test_a_crash_between_send_and_mark_duplicates_and_the_consumer_ignores_it(
     assert relay.catch_up(conn, relay.sqs_send) == 24
     # SQS FIFO drops repeats within five minutes; past that window they do arrive twice:
     sqs = boto3.client("sqs")
-    for event in conn.execute("SELECT * FROM job_events").fetchall():
+    for event in conn.execute(
+        "SELECT job_id, id, dispatch_event(e)::text AS body FROM job_events e"
+    ).fetchall():
         sqs.send_message(
             QueueUrl=queues["outbox"],
-            MessageBody=JobEvent.model_validate(event).model_dump_json(),
+            MessageBody=event["body"],
             MessageGroupId=str(event["job_id"]),
             MessageDeduplicationId=f"late-{event['id']}",
         )
@@ -204,3 +207,61 @@ def test_a_poison_message_goes_to_the_dlq_and_blocks_no_other_job(
     drain(queues["outbox"])
     assert on_the_queue(queues["dlq"]) == ["this is not an event"]
     assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
+
+
+BACKLOG = 5_000
+
+
+def build_backlog(conn: db.Connection, jobs: int) -> None:
+    """`jobs` open jobs whose job.created events never left (an SQS outage, say)."""
+    conn.execute(
+        """
+        WITH made AS (
+            INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
+            SELECT 'backlog', 10, 10, '{}', now(), now() + interval '2 hours'
+              FROM generate_series(1, %(jobs)s)
+            RETURNING *, dispatch_job(jobs) AS document
+        )
+        INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+        SELECT id, 'job.created', 1, business_id, created_at, document FROM made
+        """,
+        {"jobs": jobs},
+    )
+
+
+def test_a_write_relays_its_own_events_only_and_the_catch_up_drains_the_backlog(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    """Found from outside: the relay after a commit ignored its job and carried up to a
+    thousand events of other jobs per request (minutes per write after an SQS outage)."""
+    build_backlog(conn, BACKLOG)
+    job = make_job(api)
+    make_worker(api, worker("after-the-outage"))
+    assert (
+        api.call("POST", f"/jobs/{job['id']}/accept", worker("after-the-outage"), {}).status == 200
+    )
+
+    touched = conn.execute(
+        """SELECT DISTINCT job_id FROM job_events
+            WHERE published_at IS NOT NULL OR relay_claimed_until IS NOT NULL"""
+    ).fetchall()
+    assert [row["job_id"] for row in touched] == [UUID(job["id"])]
+    waiting = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
+    assert waiting.fetchone() == {"n": BACKLOG}
+    assert [e["detail"]["version"] for e in on_the_bus_after(queues)] == [1, 2]
+
+    sent: list[UUID] = []
+
+    def record(messages: list[relay.Message]) -> set[UUID]:
+        sent.extend(m.id for m in messages)
+        return {m.id for m in messages}
+
+    assert relay.catch_up(conn, record) == BACKLOG
+    assert len(set(sent)) == BACKLOG
+    waiting = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
+    assert waiting.fetchone() == {"n": 0}
+
+
+def on_the_bus_after(queues: dict[str, str]) -> list[dict[str, Any]]:
+    drain(queues["outbox"])
+    return on_the_bus(queues["tap"])

@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from dispatch.db import Connection
-from dispatch.jobs.lifecycle import MACHINE, Actor, TransitionEvent
-from dispatch.jobs.models import JobStatus
+from dispatch.jobs.lifecycle import MACHINE, Actor
+from dispatch.jobs.models import JobStatus, TransitionEvent
 from tests.support import BUSINESS, OPS, Api, Who, make_worker, walk_to, worker
 
 HOLDER = worker("holder")

@@ -1,10 +1,11 @@
+import json
 import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
 
-from dispatch.jobs.models import AcceptJob, CreateJob
+from dispatch.jobs.models import AcceptJob, CreateJob, Job
 from tests.support import job_body
 
 
@@ -52,3 +53,27 @@ def test_window_must_be_ordered_future_and_zoned() -> None:
 def test_accept_version_must_be_a_positive_integer(version: object) -> None:
     with pytest.raises(ValidationError):
         AcceptJob.model_validate({"version": version})
+
+
+def test_a_stored_job_whose_window_ended_reads_without_input_rules() -> None:
+    """Found from outside: rebuilding the stored window through the input model ran its
+    "end in the future" rule, and every job past its window answered 500."""
+    ended = {
+        "id": "01930000-0000-7000-8000-000000000001",
+        "status": "completed",
+        "version": 6,
+        "business_id": "b-1",
+        "assignee_id": "w-1",
+        "location": {"lat": 12.9716, "lng": 77.5946},
+        "skills": ["wash"],
+        "window": {"start": "2020-01-01T09:00:00Z", "end": "2020-01-01T11:00:00Z"},
+        "lease_expires_at": None,
+        "before_photo_id": "01930000-0000-7000-8000-000000000002",
+        "after_photo_id": "01930000-0000-7000-8000-000000000003",
+        "created_at": "2020-01-01T08:00:00.123456Z",
+        "updated_at": "2020-01-01T10:00:00Z",
+    }
+    job = Job.from_document(ended)
+    assert job.window.end < datetime.now(UTC)
+    assert json.loads(job.to_json()) == ended  # the stored values, untouched
+    assert list(json.loads(job.to_json())) == list(Job.model_fields)  # in the model's order

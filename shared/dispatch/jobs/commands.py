@@ -5,21 +5,22 @@ from uuid import UUID
 
 from psycopg import errors
 
-from dispatch import geo
 from dispatch.auth import Caller
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
-from dispatch.jobs import sql
-from dispatch.jobs.lifecycle import (
-    MACHINE,
-    PHOTO_SLOT_STATUS,
-    Actor,
+from dispatch.jobs import geo, sql
+from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS, Actor, Transition
+from dispatch.jobs.models import (
+    FINISHED_STATUSES,
+    LIVE_STATUSES,
+    CreateJob,
+    Job,
+    JobEventType,
+    JobStatus,
     Photo,
-    Transition,
     TransitionEvent,
 )
-from dispatch.jobs.models import FINISHED_STATUSES, LIVE_STATUSES, CreateJob, Job, JobStatus
 
 
 def create_job(conn: Connection, business_id: str, spec: CreateJob) -> Job:
@@ -32,13 +33,13 @@ def create_job(conn: Connection, business_id: str, spec: CreateJob) -> Job:
             "skills": spec.skills,
             "window_start": spec.window.start,
             "window_end": spec.window.end,
-            "event_type": "job.created",
+            "event_type": JobEventType.CREATED,
             "actor": business_id,
             **geo.cells_of(spec.location.lat, spec.location.lng),
         },
     ).fetchone()
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
-    return Job.from_row(row)
+    return Job.from_document(row["document"])
 
 
 def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | None) -> Job:
@@ -47,7 +48,7 @@ def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | No
         "worker_id": worker_id,
         "version": version,
         "lease_seconds": settings().lease_seconds,
-        "event_type": "job.assigned",
+        "event_type": JobEventType.ASSIGNED,
         "actor": worker_id,
     }
     try:
@@ -59,7 +60,7 @@ def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | No
         raise
     if row is None:
         raise DispatchError(_why_accept_failed(conn, params, version))
-    return Job.from_row(row)
+    return Job.from_document(row["document"])
 
 
 def _why_accept_failed(conn: Connection, params: dict[str, Any], version: int | None) -> Code:
@@ -104,7 +105,7 @@ def transition(
     row = conn.execute(sql.TRANSITION_JOB, params).fetchone()
     if row is None:
         raise DispatchError(_why_transition_failed(conn, params, move))
-    return Job.from_row(row)
+    return Job.from_document(row["document"])
 
 
 def _why_transition_failed(conn: Connection, params: dict[str, Any], move: Transition) -> Code:
@@ -140,12 +141,12 @@ def attach_photo(
         "slot": slot.value,
         "slot_status": PHOTO_SLOT_STATUS[slot].value,
         "photo_id": photo_id,
-        "event_type": "job.photo_attached",
+        "event_type": JobEventType.PHOTO_ATTACHED,
     }
     row = conn.execute(sql.ATTACH_PHOTO, params).fetchone()
     if row is None:
         raise DispatchError(*_why_attach_failed(conn, params, slot))
-    return Job.from_row(row)
+    return Job.from_document(row["document"])
 
 
 def _why_attach_failed(
@@ -174,6 +175,6 @@ def reopen_expired(conn: Connection, batch_size: int) -> list[Job]:
     with conn.transaction():
         rows = conn.execute(
             sql.REOPEN_EXPIRED,
-            {"batch_size": batch_size, "event_type": "job.reopened", "actor": SWEEPER},
+            {"batch_size": batch_size, "event_type": JobEventType.REOPENED, "actor": SWEEPER},
         ).fetchall()
-    return [Job.from_row(row) for row in rows]
+    return [Job.from_document(row["document"]) for row in rows]

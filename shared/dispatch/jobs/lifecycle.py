@@ -3,18 +3,8 @@
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import Field
-
 from dispatch.auth import Role
-from dispatch.jobs.models import JobStatus, Strict
-
-
-class TransitionEvent(StrEnum):
-    CHECK_IN = "check_in"
-    RELEASE = "release"
-    START = "start"
-    COMPLETE = "complete"
-    CANCEL = "cancel"
+from dispatch.jobs.models import JobEventType, JobStatus, Photo, TransitionEvent
 
 
 class Actor(StrEnum):
@@ -26,47 +16,42 @@ class Actor(StrEnum):
         return Role.WORKER if self is Actor.ASSIGNEE else Role.BUSINESS
 
 
-class Photo(StrEnum):
-    BEFORE = "before"
-    AFTER = "after"
-
-
 @dataclass(frozen=True)
 class Transition:
     sources: frozenset[JobStatus]
     target: JobStatus
     actor: Actor
-    event_type: str
+    event_type: JobEventType
     needs: Photo | None = None
 
 
 MACHINE: dict[TransitionEvent, Transition] = {
     # Extends the lease; allowed until someone else holds the job (the version fences that).
     TransitionEvent.CHECK_IN: Transition(
-        frozenset({JobStatus.ASSIGNED}), JobStatus.ASSIGNED, Actor.ASSIGNEE, "job.checked_in"
+        frozenset({JobStatus.ASSIGNED}), JobStatus.ASSIGNED, Actor.ASSIGNEE, JobEventType.CHECKED_IN
     ),
     TransitionEvent.RELEASE: Transition(
-        frozenset({JobStatus.ASSIGNED}), JobStatus.OPEN, Actor.ASSIGNEE, "job.released"
+        frozenset({JobStatus.ASSIGNED}), JobStatus.OPEN, Actor.ASSIGNEE, JobEventType.RELEASED
     ),
     TransitionEvent.START: Transition(
         frozenset({JobStatus.ASSIGNED}),
         JobStatus.IN_PROGRESS,
         Actor.ASSIGNEE,
-        "job.started",
+        JobEventType.STARTED,
         Photo.BEFORE,
     ),
     TransitionEvent.COMPLETE: Transition(
         frozenset({JobStatus.IN_PROGRESS}),
         JobStatus.COMPLETED,
         Actor.ASSIGNEE,
-        "job.completed",
+        JobEventType.COMPLETED,
         Photo.AFTER,
     ),
     TransitionEvent.CANCEL: Transition(
         frozenset({JobStatus.OPEN, JobStatus.ASSIGNED}),
         JobStatus.CANCELLED,
         Actor.OWNER,
-        "job.cancelled",
+        JobEventType.CANCELLED,
     ),
 }
 
@@ -75,8 +60,3 @@ PHOTO_SLOT_STATUS: dict[Photo, JobStatus] = {
     Photo.BEFORE: JobStatus.ASSIGNED,
     Photo.AFTER: JobStatus.IN_PROGRESS,
 }
-
-
-class TransitionRequest(Strict):
-    event: TransitionEvent
-    version: int = Field(ge=1, le=2**31 - 1, strict=True)

@@ -1,11 +1,19 @@
-"""What goes in and out of the job commands: validated input, the Job resource, its events."""
+"""What goes in and out of the job commands: validated input, the Job resource, its vocabulary.
+
+Input rules (a window that ends in the future, coordinates in range) live on the input models
+only. A stored job becomes an answer through `Job.from_document`, which reads the document
+Postgres wrote (`dispatch_job`) and checks types, never input rules: a job whose window ended
+yesterday reads like any other.
+"""
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, model_validator
+
+from dispatch.models import Document, Resource, Strict
 
 
 class JobStatus(StrEnum):
@@ -20,6 +28,36 @@ LIVE_STATUSES = frozenset({JobStatus.ASSIGNED, JobStatus.IN_PROGRESS})
 FINISHED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.CANCELLED})
 
 
+class JobEventType(StrEnum):
+    """Every change of a job writes exactly one event of one of these types."""
+
+    CREATED = "job.created"
+    ASSIGNED = "job.assigned"
+    CHECKED_IN = "job.checked_in"
+    RELEASED = "job.released"
+    REOPENED = "job.reopened"
+    STARTED = "job.started"
+    COMPLETED = "job.completed"
+    CANCELLED = "job.cancelled"
+    PHOTO_ATTACHED = "job.photo_attached"
+
+
+class TransitionEvent(StrEnum):
+    CHECK_IN = "check_in"
+    RELEASE = "release"
+    START = "start"
+    COMPLETE = "complete"
+    CANCEL = "cancel"
+
+
+class Photo(StrEnum):
+    BEFORE = "before"
+    AFTER = "after"
+
+
+# -- input ------------------------------------------------------------------------------------
+
+
 def _distinct(skills: list[str]) -> list[str]:
     return list(dict.fromkeys(skills))
 
@@ -28,12 +66,6 @@ Skill = Annotated[
     str, Field(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$", strict=True)
 ]
 Skills = Annotated[list[Skill], Field(max_length=32), AfterValidator(_distinct)]
-
-
-class Strict(BaseModel):
-    """Input models refuse unknown fields and NaN/infinity."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Location(Strict):
@@ -64,58 +96,77 @@ class AcceptJob(Strict):
     version: int | None = Field(None, ge=1, le=2**31 - 1, strict=True)
 
 
-class Job(BaseModel):
+class TransitionRequest(Strict):
+    event: TransitionEvent
+    version: int = Field(ge=1, le=2**31 - 1, strict=True)
+
+
+class PhotoRequest(Strict):
+    content_type: Literal["image/jpeg", "image/png", "image/heic", "image/webp"]
+
+
+class AttachPhoto(Strict):
+    photo_id: UUID
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+class JobLocation(BaseModel):
+    lat: float
+    lng: float
+
+
+class JobWindow(BaseModel):
+    start: datetime
+    end: datetime
+
+
+class Job(Document):
+    """The public Job: what GET /jobs/{job_id} shows and every job event's `data` carries."""
+
     id: UUID
     status: JobStatus
     version: int
     business_id: str
     assignee_id: str | None
-    location: Location
+    location: JobLocation
     skills: list[str]
-    window: Window
+    window: JobWindow
     lease_expires_at: datetime | None
-    before_photo_id: UUID | None = None
-    after_photo_id: UUID | None = None
+    before_photo_id: UUID | None
+    after_photo_id: UUID | None
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Job":
-        return cls(
-            id=row["id"],
-            status=row["status"],
-            version=row["version"],
-            business_id=row["business_id"],
-            assignee_id=row["assignee_id"],
-            location=Location.model_construct(lat=row["lat"], lng=row["lng"]),
-            # A stored window was valid when written; it need not still lie in the future.
-            window=Window.model_construct(start=row["window_start"], end=row["window_end"]),
-            skills=row["skills"],
-            lease_expires_at=row["lease_expires_at"],
-            before_photo_id=row.get("before_photo_id"),
-            after_photo_id=row.get("after_photo_id"),
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-        )
 
+class JobSummary(Document):
+    """What an offered worker needs to decide (they may not read the job until they hold it)."""
 
-class JobEvent(BaseModel):
     id: UUID
-    job_id: UUID
-    type: str
     version: int
-    actor: str
-    occurred_at: datetime
-    data: dict[str, Any]
+    location: JobLocation
+    skills: list[str]
+    window: JobWindow
 
-
-class JobEvents(BaseModel):
-    events: list[JobEvent]
+    @classmethod
+    def of(cls, job: dict[str, Any]) -> "JobSummary":
+        """The summary of a job document: the same values, fewer fields."""
+        return cls.from_document({name: job[name] for name in cls.model_fields})
 
 
 class NearbyJob(Job):
     distance_m: float
 
 
-class NearbyJobs(BaseModel):
+class NearbyJobs(Resource):
     jobs: list[NearbyJob]
+
+    def document(self) -> dict[str, Any]:
+        return {"jobs": [job.document() for job in self.jobs]}
+
+
+class PhotoUpload(Resource):
+    photo_id: UUID
+    upload_url: str
+    expires_in: int

@@ -4,12 +4,12 @@ import math
 from typing import Any
 from uuid import UUID
 
-from dispatch import geo
 from dispatch.auth import Caller, Role
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
-from dispatch.jobs import sql
-from dispatch.jobs.models import Job, JobEvent, JobEvents, NearbyJob, NearbyJobs
+from dispatch.events import JobChanged, JobEvents
+from dispatch.jobs import geo, sql
+from dispatch.jobs.models import Job, NearbyJob, NearbyJobs
 
 
 def can_view(caller: Caller, job: Job) -> bool:
@@ -23,7 +23,7 @@ def can_view(caller: Caller, job: Job) -> bool:
 def visible_job(conn: Connection, caller: Caller, job_id: UUID) -> Job:
     """The job, or NOT_FOUND when it does not exist or is not the caller's (never leak which)."""
     row = conn.execute(sql.JOB_BY_ID, {"job_id": job_id}).fetchone()
-    job = Job.from_row(row) if row else None
+    job = Job.from_document(row["document"]) if row else None
     if job is None or not can_view(caller, job):
         raise DispatchError(Code.NOT_FOUND)
     return job
@@ -32,7 +32,7 @@ def visible_job(conn: Connection, caller: Caller, job_id: UUID) -> Job:
 def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
     visible_job(conn, caller, job_id)
     rows = conn.execute(sql.EVENTS_OF_JOB, {"job_id": job_id}).fetchall()
-    return JobEvents(events=[JobEvent.model_validate(row) for row in rows])
+    return JobEvents(events=[JobChanged.from_document(row["document"]) for row in rows])
 
 
 # A one-shot search over the coarse covering is taken when it is expected to read fewer rows
@@ -86,7 +86,7 @@ def nearby_jobs(
                 break
     return NearbyJobs(
         jobs=[
-            NearbyJob(**Job.from_row(row).model_dump(), distance_m=round(row["distance_m"], 1))
+            NearbyJob.from_document({**row["document"], "distance_m": round(row["distance_m"], 1)})
             for row in found
         ]
     )

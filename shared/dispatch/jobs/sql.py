@@ -7,7 +7,7 @@ advisory lock, no retry loop.
 
 from typing import LiteralString
 
-from dispatch.outbox import with_event
+from dispatch.outbox.sql import with_event
 
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
@@ -15,7 +15,7 @@ CREATE_JOB = with_event("""
                       cell_r7, cell_r8, cell_r9)
     VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
             %(cell_r7)s, %(cell_r8)s, %(cell_r9)s)
-    RETURNING *
+    RETURNING *, dispatch_job(jobs) AS document
 """)
 
 # Accept: everything that makes the job claimable is in the WHERE clause.
@@ -39,7 +39,7 @@ ACCEPT_JOB = with_event("""
                         WHERE live.assignee_id = %(worker_id)s
                           AND live.status IN ('assigned', 'in_progress')
                           AND live.id <> %(job_id)s)
-    RETURNING *
+    RETURNING *, dispatch_job(jobs) AS document
 """)
 
 # Only on the failure path, and cheap first: the job's own state names the usual causes
@@ -60,11 +60,11 @@ SELECT (SELECT skills FROM jobs WHERE id = %(job_id)s)
                   AND live.id <> %(job_id)s) AS worker_busy
 """
 
-JOB_BY_ID = "SELECT * FROM jobs WHERE id = %(job_id)s"
+JOB_BY_ID = "SELECT dispatch_job(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
 
 EVENTS_OF_JOB = """
-SELECT id, job_id, type, version, actor, occurred_at, data
-  FROM job_events WHERE job_id = %(job_id)s ORDER BY version
+SELECT dispatch_event(e) AS document
+  FROM job_events e WHERE e.job_id = %(job_id)s ORDER BY e.version
 """
 
 # A transition: one conditional UPDATE keyed on the id, the allowed source statuses, the
@@ -90,7 +90,7 @@ TRANSITION_JOB = with_event("""
                                ELSE business_id = %(actor)s END
        AND (%(needs)s::text IS DISTINCT FROM 'before' OR before_photo_id IS NOT NULL)
        AND (%(needs)s::text IS DISTINCT FROM 'after' OR after_photo_id IS NOT NULL)
-    RETURNING *
+    RETURNING *, dispatch_job(jobs) AS document
 """)
 
 # Only on the failure path of a transition or a photo attach: the job as the caller may know it.
@@ -119,7 +119,7 @@ ATTACH_PHOTO = with_event("""
        AND EXISTS (SELECT 1 FROM photos p WHERE p.id = %(photo_id)s AND p.owner_id = %(actor)s)
        AND %(photo_id)s::uuid IS DISTINCT FROM
            (CASE WHEN %(slot)s = 'before' THEN after_photo_id ELSE before_photo_id END)
-    RETURNING *
+    RETURNING *, dispatch_job(jobs) AS document
 """)
 
 PHOTO_OWNER = "SELECT owner_id FROM photos WHERE id = %(photo_id)s"
@@ -135,7 +135,7 @@ REOPEN_EXPIRED = with_event("""
            lease_expires_at = NULL,
            version = j.version + 1,
            updated_at = now()
-      FROM (SELECT id, assignee_id AS previous_assignee_id
+      FROM (SELECT id
               FROM jobs
              WHERE status = 'assigned' AND lease_expires_at <= now()
              ORDER BY lease_expires_at
@@ -144,7 +144,7 @@ REOPEN_EXPIRED = with_event("""
      WHERE j.id = expired.id
        AND j.status = 'assigned'
        AND j.lease_expires_at <= now()
-    RETURNING j.*, expired.previous_assignee_id
+    RETURNING j.*, dispatch_job(j) AS document
 """)
 
 
@@ -152,8 +152,8 @@ def _nearby(cell: LiteralString) -> LiteralString:
     """Open jobs around a point the worker is qualified for: the cells around the point through
     the partial index of open jobs, then the exact distance, nearest first."""
     return f"""
-SELECT * FROM (
-    SELECT j.*, dispatch_distance_m(%(lat)s, %(lng)s, j.lat, j.lng) AS distance_m
+SELECT dispatch_job(job) AS document, distance_m FROM (
+    SELECT j AS job, dispatch_distance_m(%(lat)s, %(lng)s, j.lat, j.lng) AS distance_m
       FROM jobs j
      WHERE j.status = 'open'
        AND j.{cell} = ANY(%(cells)s::bigint[])

@@ -8,25 +8,13 @@ import time
 from functools import cache
 
 import redis
-from pydantic import Field
 
 from dispatch.config import settings
-from dispatch.jobs.models import Location, Strict
 from dispatch.observability import logger
-
-# Redis GEO indexes latitudes within +-85.05112878 (its Web Mercator square) and refuses the
-# rest; a worker cannot report a position beyond it, and a job there has nobody near.
-GEO_MAX_LAT = 85.05112878
+from dispatch.workers.models import GEO_MAX_LAT, WorkerPosition
 
 POSITIONS = "dispatch:workers:positions"
 LAST_SEEN = "dispatch:workers:seen"
-
-
-class WorkerPosition(Strict):
-    """A reported position: a location within what Redis GEO can index."""
-
-    lat: float = Field(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT, strict=True)
-    lng: float = Field(ge=-180, le=180, strict=True)
 
 
 @cache
@@ -45,16 +33,16 @@ def report(worker_id: str, where: WorkerPosition, now: float | None = None) -> N
     pipe.execute()
 
 
-def fresh_nearby(around: Location, radius_m: float, limit: int) -> list[tuple[str, float]]:
+def fresh_nearby(lat: float, lng: float, radius_m: float, limit: int) -> list[tuple[str, float]]:
     """Workers seen within the freshness period and within `radius_m`: (id, metres), nearest
     first. Two round trips: the nearest `limit` positions, then when each was last seen."""
-    if abs(around.lat) > GEO_MAX_LAT:
+    if abs(lat) > GEO_MAX_LAT:
         return []  # nobody can have reported a position up there
     r = client()
     found: list[tuple[bytes, float]] = r.geosearch(  # type: ignore[assignment]  # WITHDIST pairs
         POSITIONS,
-        longitude=around.lng,
-        latitude=around.lat,
+        longitude=lng,
+        latitude=lat,
         radius=radius_m,
         unit="m",
         sort="ASC",

@@ -1,9 +1,7 @@
 """Worker profiles (skills, rating). Locations never live here: they go to Redis."""
 
-from pydantic import BaseModel
-
 from dispatch.db import Connection
-from dispatch.jobs.models import Skills, Strict
+from dispatch.workers.models import WorkerProfile, WorkerProfileUpdate
 
 # Upsert: a worker's profile is created on first write.
 SET_SKILLS = """
@@ -11,16 +9,6 @@ INSERT INTO workers (id, skills) VALUES (%(worker_id)s, %(skills)s)
 ON CONFLICT (id) DO UPDATE SET skills = excluded.skills, updated_at = now()
 RETURNING id, skills, rating
 """
-
-
-class WorkerProfileUpdate(Strict):
-    skills: Skills
-
-
-class WorkerProfile(BaseModel):
-    id: str
-    skills: list[str]
-    rating: float | None
 
 
 def set_skills(conn: Connection, worker_id: str, update: WorkerProfileUpdate) -> WorkerProfile:

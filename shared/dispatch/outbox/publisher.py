@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
-from dispatch.jobs.models import JobEvent
+from dispatch.events import Event
 from dispatch.observability import count, logger
 
 CONSUMER = "eventbridge"
@@ -25,7 +25,7 @@ INSERT INTO consumed_events (consumer, event_id) VALUES (%(consumer)s, %(event_i
 ON CONFLICT DO NOTHING
 """
 
-Put = Callable[[JobEvent], None]
+Put = Callable[[Event], None]
 
 
 class PublishFailed(Exception):
@@ -33,7 +33,7 @@ class PublishFailed(Exception):
 
 
 def publish(
-    conn: Connection, event: JobEvent, put: Put, then: Callable[[JobEvent], None] | None = None
+    conn: Connection, event: Event, put: Put, then: Callable[[Event], None] | None = None
 ) -> bool:
     """Put `event` on the bus unless it already was; True when this call put it. `then` runs
     after the put and before the record (the offer round an opening event starts), so a failure
@@ -49,7 +49,7 @@ def publish(
     return True
 
 
-def announce(events: Sequence[JobEvent]) -> None:
+def announce(events: Sequence[Event]) -> None:
     """Count and log what went onto the bus: one "published" line per event."""
     count("EventsPublished", len(events))
     for event in events:
@@ -67,18 +67,18 @@ def announce(events: Sequence[JobEvent]) -> None:
 PUT_EVENTS_MAX = 10  # entries per PutEvents call
 
 
-def put_on_bus(event: JobEvent) -> None:
+def put_on_bus(event: Event) -> None:
     put_all_on_bus([event])
 
 
-def put_all_on_bus(events: Sequence[JobEvent]) -> None:
+def put_all_on_bus(events: Sequence[Event]) -> None:
     for start in range(0, len(events), PUT_EVENTS_MAX):
         result = aws.client("events").put_events(
             Entries=[
                 {
                     "Source": SOURCE,
                     "DetailType": event.type,
-                    "Detail": event.model_dump_json(),
+                    "Detail": event.to_json(),
                     "EventBusName": settings().event_bus_name,
                 }
                 for event in events[start : start + PUT_EVENTS_MAX]

@@ -19,14 +19,15 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
 
-from dispatch import db, idempotency, relay
+from dispatch import db, idempotency
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.jobs.models import Job
+from dispatch.models import Resource
 from dispatch.observability import logger, metrics
+from dispatch.outbox import relay
 
 JSON = "application/json"
 IDEMPOTENCY_KEY = re.compile(r"^[!-~]{1,255}$")
@@ -52,6 +53,7 @@ class DispatchResolver(APIGatewayHttpResolver):
     def __init__(self) -> None:
         super().__init__(enable_validation=True)
         self._access: dict[str, frozenset[Role] | None] = {}
+        self._unstored: set[str] = set()  # state changes whose answers are never stored
         self.exception_handler(DispatchError)(self._on_dispatch_error)
         self.exception_handler(RequestValidationError)(self._on_invalid_request)
         self.exception_handler(psycopg.OperationalError)(self._on_database_unavailable)
@@ -63,10 +65,20 @@ class DispatchResolver(APIGatewayHttpResolver):
 
     # -- declaring routes ---------------------------------------------------------------
     def endpoint(
-        self, method: str, rule: str, *, roles: Collection[Role] | None, **kwargs: Any
+        self,
+        method: str,
+        rule: str,
+        *,
+        roles: Collection[Role] | None,
+        stores_answers: bool = True,
+        **kwargs: Any,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """A route and who may call it (`roles=None`: anyone, no token needed)."""
-        self._access[route_key(method, rule)] = None if roles is None else frozenset(roles)
+        """A route and who may call it (`roles=None`: anyone, no token needed). A state change
+        whose answer is not kept under its key (latest wins) says `stores_answers=False`."""
+        key = route_key(method, rule)
+        self._access[key] = None if roles is None else frozenset(roles)
+        if not stores_answers:
+            self._unstored.add(key)
         return self.route(rule, method, **kwargs)
 
     @property
@@ -121,11 +133,25 @@ class DispatchResolver(APIGatewayHttpResolver):
 
     # -- running a state change -----------------------------------------------------------
     def idempotent(
-        self, command: Callable[[db.Connection], BaseModel], status: int = 200
+        self, command: Callable[[db.Connection], Resource], status: int = 200
     ) -> Response[Any]:
         """Run `command` under the caller's Idempotency-Key; answer with it or its replay."""
+        request = self._keyed_request()
+        produced: list[Resource] = []
+
+        def run(conn: db.Connection) -> Resource:
+            produced.append(result := command(conn))
+            return result
+
+        answer = db.run(lambda conn: idempotency.execute(conn, request, run, status))
+        if answer.status < 300 and not answer.replayed and isinstance(produced[-1], Job):
+            relay.after_commit(db.connection(), produced[-1].id)  # the change's events, now
+        headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+        return Response(answer.status, JSON, answer.body, headers=headers)
+
+    def _keyed_request(self) -> idempotency.KeyedRequest:
         event = self.current_event
-        request = idempotency.KeyedRequest(
+        return idempotency.KeyedRequest(
             principal=self.caller.id,
             key=event.headers["idempotency-key"],
             fingerprint=idempotency.fingerprint(
@@ -136,23 +162,39 @@ class DispatchResolver(APIGatewayHttpResolver):
             ),
             request_id=self.request_id,
         )
-        produced: list[BaseModel] = []
 
-        def run(conn: db.Connection) -> BaseModel:
-            produced.append(result := command(conn))
-            return result
+    def _replay(self) -> Response[Any] | None:
+        """The stored answer when this exact request was already answered under its key: a
+        retry replays even if its body no longer validates (a window that ended since)."""
+        event = self.current_event
+        if (
+            event.request_context.http.method not in STATE_CHANGING
+            or event.raw_event.get("routeKey") in self._unstored
+            or "caller" not in self.context
+        ):
+            return None
+        try:
+            request = self._keyed_request()
+            answer = db.run(lambda conn: idempotency.answered(conn, request))
+        except (ValueError, psycopg.Error):  # not JSON, or no database: the 400 stands
+            return None
+        if answer is None:
+            return None
+        return Response(answer.status, JSON, answer.body, headers={"Idempotent-Replayed": "true"})
 
-        answer = db.run(lambda conn: idempotency.execute(conn, request, run, status))
-        if answer.status < 300 and not answer.replayed and isinstance(produced[-1], Job):
-            relay.after_commit(db.connection(), produced[-1].id)  # the change's events, now
-        headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
-        return Response(answer.status, JSON, answer.body, headers=headers)
+    @staticmethod
+    def answer(resource: Resource, status: int = 200) -> Response[Any]:
+        """A read's answer: the resource's own JSON (for documents, the database's values)."""
+        return Response(status, JSON, resource.to_json())
 
     # -- errors -------------------------------------------------------------------------
     def _on_dispatch_error(self, error: DispatchError) -> Response[Any]:
         return error_response(error.code, self.request_id, error.details or None)
 
     def _on_invalid_request(self, error: RequestValidationError) -> Response[Any]:
+        replayed = self._replay()
+        if replayed is not None:
+            return replayed
         details = [
             {
                 "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body")

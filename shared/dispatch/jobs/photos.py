@@ -3,35 +3,16 @@
 Presigning is local signing, no network call, so it may happen inside the transaction.
 """
 
-from typing import Literal
-from uuid import UUID
-
-from pydantic import BaseModel
-
 from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
-from dispatch.jobs.models import Strict
+from dispatch.jobs.models import PhotoRequest, PhotoUpload
 
 CREATE_PHOTO = """
 INSERT INTO photos (owner_id, s3_key, content_type)
 VALUES (%(owner_id)s, 'photos/' || %(owner_id)s || '/' || gen_random_uuid(), %(content_type)s)
 RETURNING id, s3_key, content_type
 """
-
-
-class PhotoRequest(Strict):
-    content_type: Literal["image/jpeg", "image/png", "image/heic", "image/webp"]
-
-
-class PhotoUpload(BaseModel):
-    photo_id: UUID
-    upload_url: str
-    expires_in: int
-
-
-class AttachPhoto(Strict):
-    photo_id: UUID
 
 
 def create_upload(conn: Connection, owner_id: str, request: PhotoRequest) -> PhotoUpload:

@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
-from dispatch import aws, outbox
+from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.observability import count, logger
+from dispatch.outbox import sql
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,12 @@ class RelayReport:
 
 
 def relay_once(conn: Connection, send: Send, job_id: UUID | None = None) -> RelayReport:
-    """One pass: claim a batch, send it, mark what went out."""
+    """One pass: claim a batch, send it, mark what went out. With `job_id`, that job's events
+    only (a writer right after its commit: its answer must not wait for anyone else's
+    backlog); without, the oldest events of any job (the catch-up)."""
     s = settings()
     rows = conn.execute(
-        outbox.CLAIM_UNPUBLISHED,
+        sql.CLAIM_UNPUBLISHED if job_id is None else sql.CLAIM_UNPUBLISHED_OF_JOB,
         {
             "job_id": job_id,
             "batch_size": s.relay_batch_size,
@@ -52,7 +55,7 @@ def relay_once(conn: Connection, send: Send, job_id: UUID | None = None) -> Rela
     messages = sorted((Message(**r) for r in rows), key=lambda m: (m.job_id, m.version))
     sent = send(messages)
     if sent:
-        conn.execute(outbox.MARK_PUBLISHED, {"ids": list(sent)})
+        conn.execute(sql.MARK_PUBLISHED, {"ids": list(sent)})
     return RelayReport(len(messages), len(sent))
 
 
@@ -72,7 +75,7 @@ def catch_up(conn: Connection, send: Send, keep_going: Callable[[], bool] = lamb
 
 def lag_seconds(conn: Connection) -> float:
     """Age of the oldest event not yet delivered (0 when none waits): the relay lag."""
-    row = conn.execute(outbox.RELAY_LAG).fetchone()
+    row = conn.execute(sql.RELAY_LAG).fetchone()
     return float(row["seconds"]) if row else 0.0
 
 

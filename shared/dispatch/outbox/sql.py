@@ -1,9 +1,10 @@
 """The outbox write: every change to a job writes exactly one event row, in the same statement.
 
-`with_event` wraps a data-modifying statement on `jobs` that ends in `RETURNING *`. Each row it
-changes gets one `job_events` row (type and actor as parameters, data = the job as it now is),
-so a change without its event cannot be committed, and `job_events_one_per_change`
-(unique job_id, version) makes a second event for the same change impossible.
+`with_event` wraps a data-modifying statement on `jobs` that ends in `RETURNING ... document`
+(the job as `dispatch_job` writes it). Each row it changes gets one `job_events` row (type and
+actor as parameters, data = that document: the public Job at its new version), so a change
+without its event cannot be committed, and `job_events_one_per_change` (unique job_id,
+version) makes a second event for the same change impossible.
 """
 
 from typing import LiteralString
@@ -14,7 +15,7 @@ def with_event(change: LiteralString) -> LiteralString:
 WITH changed AS ({change}),
 event AS (
     INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-    SELECT id, %(event_type)s, version, %(actor)s, updated_at, to_jsonb(changed) FROM changed
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document FROM changed
 )
 SELECT * FROM changed
 """
@@ -26,10 +27,8 @@ SELECT * FROM changed
 # go out in version order: an event is only claimed with every earlier unsent one of its job.
 
 
-# What a relay sends: the event as the contract shows it, serialised once, by Postgres.
-MESSAGE: LiteralString = """id, job_id, version,
-       json_build_object('id', id, 'job_id', job_id, 'type', type, 'version', version,
-                         'actor', actor, 'occurred_at', occurred_at, 'data', data)::text AS body"""
+# What a relay sends: the event as the contract shows it (dispatch_event), written by Postgres.
+MESSAGE: LiteralString = "id, job_id, version, dispatch_event(job_events)::text AS body"
 
 
 def _claim(which: LiteralString, order: LiteralString) -> LiteralString:

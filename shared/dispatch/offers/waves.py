@@ -1,0 +1,156 @@
+"""Offers in waves: a job that opens is pushed to the nearest qualified, idle workers, a few at
+a time, widening until someone takes it.
+
+A round starts when the outbox publisher publishes `job.created`, `job.reopened` or
+`job.released`: it schedules wave 1 on the offer queue (a standard SQS queue, so each message
+can carry its own delay). Each wave reads fresh positions from Redis, lets Postgres choose
+(every skill of the job, no live job, never offered this job, not the worker who just lost or
+gave it back; nearest first, rating breaking ties), records the offers and their
+`offer.created` events in one transaction, puts the events on the bus, and schedules the next
+wave. After the last wave a final check tells the business `job.unfilled` if nobody took it.
+
+A wave stops as soon as the job is no longer open at the round's version. Every step is safe
+to repeat: a redelivered wave message finds its `offer_waves` row and only re-puts events
+that are still unpublished and re-schedules the next wave.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from dispatch import aws
+from dispatch.config import settings
+from dispatch.db import Connection
+from dispatch.events import Event
+from dispatch.jobs.models import JobEventType, JobSummary
+from dispatch.observability import count, logger
+from dispatch.offers.models import WaveRequest
+from dispatch.offers.sql import (
+    LOCK_OPEN_JOB,
+    MAKE_OFFERS,
+    MARK_PUBLISHED,
+    OPEN_JOB,
+    PENDING_EVENTS,
+    START_WAVE,
+    UNFILLED,
+)
+from dispatch.outbox.publisher import announce
+from dispatch.workers import locations
+
+# Events that open a job to the market: each starts a round of offers.
+OPENING_EVENTS = frozenset({JobEventType.CREATED, JobEventType.REOPENED, JobEventType.RELEASED})
+
+# Distances within the same band count as equal, so that rating can break the tie.
+TIE_BAND_M = 100
+
+
+@dataclass(frozen=True)
+class WaveReport:
+    offered: int  # offers made by this run
+    published: int  # events put on the bus by this run
+    scheduled: bool  # whether a next wave (or the final check) was scheduled
+    unfilled: bool = False
+
+
+Schedule = Callable[[WaveRequest, int], None]  # a wave request and its delay in seconds
+PutAll = Callable[[Sequence[Event]], None]
+
+
+def round_for(event: Event) -> WaveRequest | None:
+    """The first wave of the round an event opens, or None for events that open nothing."""
+    if event.type not in OPENING_EVENTS:
+        return None
+    return WaveRequest(job_id=event.job_id, version=event.version, wave=1)
+
+
+def start_round(event: Event) -> None:
+    """Schedule wave 1 at once when `event` opens the job and offers are configured."""
+    request = round_for(event)
+    if request is not None and settings().offer_queue_url:
+        sqs_schedule(request, 0)
+
+
+def sqs_schedule(request: WaveRequest, delay_seconds: int) -> None:
+    aws.client("sqs").send_message(
+        QueueUrl=settings().offer_queue_url,
+        MessageBody=request.model_dump_json(),
+        DelaySeconds=delay_seconds,
+    )
+
+
+def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: PutAll) -> WaveReport:
+    waves = settings().offer_waves
+    if request.wave > len(waves):
+        return _final_check(conn, request, len(waves), put)
+    wave = waves[request.wave - 1]
+    params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
+    job = conn.execute(OPEN_JOB, params).fetchone()
+    if job is None:  # taken (or cancelled) since the round began: the round is over
+        return WaveReport(0, publish_pending(conn, request.job_id, put), scheduled=False)
+    where = job["document"]["location"]
+    near = locations.fresh_nearby(
+        where["lat"], where["lng"], wave.radius_m, settings().offer_candidate_limit
+    )
+    offered = 0
+    with conn.transaction():
+        job = conn.execute(LOCK_OPEN_JOB, params).fetchone()
+        if (
+            job is not None
+            and conn.execute(START_WAVE, {**params, "wave": request.wave}).fetchone()
+        ):
+            offered = len(
+                conn.execute(
+                    MAKE_OFFERS,
+                    {
+                        **params,
+                        "wave": request.wave,
+                        "size": wave.size,
+                        "radius_m": wave.radius_m,
+                        "worker_ids": [worker_id for worker_id, _ in near],
+                        "distances": [distance for _, distance in near],
+                        "skills": job["document"]["skills"],
+                        "tie_band_m": TIE_BAND_M,
+                        "job": Jsonb(JobSummary.of(job["document"]).document()),
+                    },
+                ).fetchall()
+            )
+    published = publish_pending(conn, request.job_id, put)
+    if job is not None:
+        schedule(request.next(), settings().offer_wave_interval_seconds)
+    count("OffersMade", offered)
+    logger.info(
+        "offer wave",
+        extra={**request.model_dump(mode="json"), "offered": offered, "open": job is not None},
+    )
+    return WaveReport(offered, published, scheduled=job is not None)
+
+
+def _final_check(conn: Connection, request: WaveRequest, waves: int, put: PutAll) -> WaveReport:
+    params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
+    unfilled = False
+    with conn.transaction():
+        if (
+            conn.execute(LOCK_OPEN_JOB, params).fetchone()
+            and conn.execute(START_WAVE, {**params, "wave": request.wave}).fetchone()
+        ):
+            conn.execute(UNFILLED, {**params, "waves": waves})
+            unfilled = True
+    if unfilled:
+        count("JobsUnfilled")
+    return WaveReport(0, publish_pending(conn, request.job_id, put), False, unfilled)
+
+
+def publish_pending(conn: Connection, job_id: UUID, put: PutAll) -> int:
+    """Put the job's unpublished offer events on the bus, then mark them (at least once)."""
+    events = [
+        Event.from_document(row["document"])
+        for row in conn.execute(PENDING_EVENTS, {"job_id": job_id})
+    ]
+    if events:
+        put(events)
+        conn.execute(MARK_PUBLISHED, {"ids": [e.id for e in events]})
+        announce(events)
+    return len(events)

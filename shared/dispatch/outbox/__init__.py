@@ -1,0 +1,2 @@
+"""The outbox: the event row every change writes (sql), its relay to the queue after commit
+and on a schedule (relay), and the consumer that puts events on the bus (publisher)."""

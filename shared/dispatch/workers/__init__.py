@@ -1,0 +1,1 @@
+"""Workers: profiles (skills, rating) in Postgres, positions in Redis GEO."""

@@ -1,0 +1,27 @@
+"""What goes in and out of the worker routes: profiles and reported positions."""
+
+from pydantic import Field
+
+from dispatch.jobs.models import Skills
+from dispatch.models import Resource, Strict
+
+# Redis GEO indexes latitudes within +-85.05112878 (its Web Mercator square) and refuses the
+# rest; a worker cannot report a position beyond it, and a job there has nobody near.
+GEO_MAX_LAT = 85.05112878
+
+
+class WorkerProfileUpdate(Strict):
+    skills: Skills
+
+
+class WorkerProfile(Resource):
+    id: str
+    skills: list[str]
+    rating: float | None
+
+
+class WorkerPosition(Strict):
+    """A reported position: a location within what Redis GEO can index."""
+
+    lat: float = Field(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT, strict=True)
+    lng: float = Field(ge=-180, le=180, strict=True)
