@@ -4,8 +4,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
-import time
 
 from dispatch_local import REPO_ROOT, home
 
@@ -45,6 +43,8 @@ def openapi(_: argparse.Namespace) -> None:
 
 
 def dev(args: argparse.Namespace) -> None:
+    import uvicorn
+
     from dispatch_local import embedded, gateway
 
     _database_url()
@@ -63,9 +63,6 @@ def dev(args: argparse.Namespace) -> None:
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
     migrate()
     stack = gateway.Gateway(environments=args.environments)
-    server = gateway.serve(stack, args.host, args.port)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     sweep_every = int(os.environ.get("DISPATCH_SWEEP_INTERVAL_SECONDS", "60"))
     stack.run_schedules(
         lambda s: sweep_every if s.function == "LeaseSweeperFunction" else s.every_seconds
@@ -73,10 +70,19 @@ def dev(args: argparse.Namespace) -> None:
     stack.run_queue_consumers(
         {"OutboxQueue": os.environ["OUTBOX_QUEUE_URL"], "OfferQueue": os.environ["OFFER_QUEUE_URL"]}
     )
-    # Ctrl-C or a plain kill both stop everything this command started (embedded servers
-    # included, by their exit hooks), even when a shell started us with SIGINT ignored.
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, _stop)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            gateway.app(stack),
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            access_log=False,
+            # Hundreds of phones connecting in the same instant wait in the listen queue
+            # instead of being reset; keep-alive lets each reuse its connection.
+            backlog=4096,
+            timeout_keep_alive=30,
+        )
+    )
     print(
         f"Dispatch API on http://{args.host}:{args.port}  (OpenAPI: /openapi.json, docs: /docs)\n"
         f"  token: .venv/bin/dispatch token --sub worker-1 --role worker\n"
@@ -86,13 +92,17 @@ def dev(args: argparse.Namespace) -> None:
         f"  Ctrl-C stops everything.",
         flush=True,
     )
+    # uvicorn stops on Ctrl-C or a plain kill (SIGINT, SIGTERM) and then everything this
+    # command started stops too (embedded servers by their exit hooks), even when a shell
+    # started us with SIGINT ignored.
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, _stop)
     try:
-        while thread.is_alive():
-            time.sleep(0.5)
+        server.run()
     except KeyboardInterrupt:
-        print("\nstopping", flush=True)
+        pass
     finally:
-        server.shutdown()
+        print("\nstopping", flush=True)
         stack.close()
 
 

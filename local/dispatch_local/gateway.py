@@ -7,6 +7,7 @@ module state, as in Lambda: Powertools keeps the current event in class state, s
 must never share a process between concurrent requests).
 """
 
+import asyncio
 import base64
 import json
 import multiprocessing
@@ -16,9 +17,15 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+import flask_swagger_ui
+from starlette import routing
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.staticfiles import StaticFiles
 
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.http.resolver import IDEMPOTENCY_KEY, STATE_CHANGING
@@ -40,11 +47,13 @@ from dispatch_local.template import (
 # API Gateway refuses payloads over 10 MB itself; the handlers' own limit is far lower.
 MAX_REQUEST_BYTES = 1024 * 1024
 
+# Swagger UI's own files, served from the installed package: /docs works with no internet.
+SWAGGER_UI_FILES = Path(flask_swagger_ui.__file__).parent / "dist"
 SWAGGER_UI = """<!doctype html>
-<html><head><title>Dispatch API</title><meta charset="utf-8">
-<link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
+<html lang="en"><head><title>Dispatch API</title><meta charset="utf-8">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
 <body><div id="ui"></div>
-<script src="https://unpkg.com/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#ui"});</script>
 </body></html>"""
 
@@ -191,15 +200,11 @@ class Gateway:
             url = queue_urls[consumer.queue]
             threading.Thread(target=loop, args=(consumer, url), daemon=True).start()
 
-    def handle(
-        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    async def handle(
+        self, method: str, path: str, query: str, headers: list[tuple[str, str]], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        url = urlsplit(target)
-        if method == "GET" and url.path == "/openapi.json":
-            return 200, [("Content-Type", "application/json")], self.openapi()
-        if method == "GET" and url.path in ("/docs", "/docs/"):
-            return 200, [("Content-Type", "text/html; charset=utf-8")], SWAGGER_UI.encode()
-        found = find(self.routes, method, url.path)
+        """One request through the route's function, as API Gateway would hand it over."""
+        found = find(self.routes, method, path)
         if found is None:
             return _error(Code.NOT_FOUND)
         route, path_parameters = found
@@ -210,10 +215,8 @@ class Gateway:
                 claims = tokens.as_api_gateway_claims(tokens.verify(authorization))
             except tokens.TokenRefused:
                 return _error(Code.UNAUTHORIZED)
-        event = http_api_event(
-            route, path_parameters, method, url.path, url.query, headers, body, claims
-        )
-        result = self.pool.submit(invoke, route, event).result()
+        event = http_api_event(route, path_parameters, method, path, query, headers, body, claims)
+        result = await asyncio.wrap_future(self.pool.submit(invoke, route, event))
         return _http_answer(result)
 
 
@@ -291,38 +294,55 @@ def _http_answer(result: dict[str, Any]) -> tuple[int, list[tuple[str, str]], by
     return int(result.get("statusCode", 200)), headers, body
 
 
-def serve(gateway: Gateway, host: str, port: int) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def app(gateway: Gateway) -> Starlette:
+    """The local API Gateway as an ASGI app (served by uvicorn): a few local pages, and every
+    other request to its function."""
 
-        def _any(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_REQUEST_BYTES:
-                status, headers, body = _error(Code.PAYLOAD_TOO_LARGE)
-                self.close_connection = True
-            else:
-                payload = self.rfile.read(length) if length else b""
-                try:
-                    status, headers, body = gateway.handle(
-                        self.command, self.path, list(self.headers.items()), payload
-                    )
-                except Exception:  # the environment itself died: what API Gateway calls a 502/500
-                    traceback.print_exc()
-                    status, headers, body = _error(Code.INTERNAL)
-            self.send_response(status)
-            for name, value in headers:
-                if name.lower() not in ("content-length", "connection"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+    async def function(request: Request) -> Response:
+        declared = int(request.headers.get("content-length") or 0)
+        body = b""
+        if declared <= MAX_REQUEST_BYTES:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_REQUEST_BYTES:
+                    break
+        if declared > MAX_REQUEST_BYTES or len(body) > MAX_REQUEST_BYTES:
+            status, headers, answer = _error(Code.PAYLOAD_TOO_LARGE)
+        else:
+            try:
+                status, headers, answer = await gateway.handle(
+                    request.method,
+                    request.scope["raw_path"].decode("latin-1"),
+                    request.scope["query_string"].decode("latin-1"),
+                    [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
+                    body,
+                )
+            except Exception:  # the environment itself died: what API Gateway calls a 502/500
+                traceback.print_exc()
+                status, headers, answer = _error(Code.INTERNAL)
+        response = Response(b"" if request.method == "HEAD" else answer, status_code=status)
+        response.raw_headers = [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in headers
+            if name.lower() not in ("content-length", "connection", "transfer-encoding")
+        ] + [(b"content-length", str(len(answer)).encode())]
+        return response
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _any
+    async def openapi(_: Request) -> Response:
+        return Response(gateway.openapi(), media_type="application/json")
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # the handlers log, as in Lambda
+    async def docs(_: Request) -> Response:
+        return HTMLResponse(SWAGGER_UI)
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    return server
+    return Starlette(
+        routes=[
+            routing.Route("/openapi.json", openapi, methods=["GET"]),
+            routing.Route("/docs", docs, methods=["GET"]),
+            routing.Route("/docs/", docs, methods=["GET"]),
+            routing.Mount("/docs/assets", StaticFiles(directory=SWAGGER_UI_FILES)),
+            routing.Route("/{path:path}", function, methods=list(HTTP_METHODS)),
+        ]
+    )
+
+
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
