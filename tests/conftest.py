@@ -13,6 +13,7 @@ from dispatch import db, migrations
 from dispatch.config import settings
 from dispatch.workers import locations
 from dispatch_local import REPO_ROOT
+from tests.contract import validate_stored_events
 from tests.support import Api
 
 TABLES = (
@@ -46,6 +47,11 @@ def create_database(admin_url: str, migrate: bool = True) -> str:
 
 
 def drop_database(admin_url: str, url: str) -> None:
+    with db.connect(url) as conn:
+        if conn.execute("SELECT to_regclass('job_events') IS NOT NULL AS ok").fetchone() == {
+            "ok": True
+        }:
+            validate_stored_events(conn)
     name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -92,10 +98,13 @@ def database_url(admin_url: str) -> Iterator[str]:
 
 @pytest.fixture
 def conn(database_url: str) -> Iterator[db.Connection]:
-    """A plain connection to the test database, tables emptied first."""
+    """A plain connection to the test database, tables emptied first. Every event a test
+    produced is checked against the AsyncAPI document before it goes (tests/contract.py)."""
     with db.connect(database_url) as connection:
+        validate_stored_events(connection)  # left by a test that did not ask for `conn`
         connection.execute(f"TRUNCATE {TABLES} CASCADE")
         yield connection
+        validate_stored_events(connection)
 
 
 @pytest.fixture

@@ -42,6 +42,14 @@ def openapi(_: argparse.Namespace) -> None:
     print(json.dumps(openapi_document(routes()), indent=2))
 
 
+def asyncapi(_: argparse.Namespace) -> None:
+    import json
+
+    from dispatch_local.asyncapi import document
+
+    print(json.dumps(document(), indent=2))
+
+
 def dev(args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -84,7 +92,8 @@ def dev(args: argparse.Namespace) -> None:
         )
     )
     print(
-        f"Dispatch API on http://{args.host}:{args.port}  (OpenAPI: /openapi.json, docs: /docs)\n"
+        f"Dispatch API on http://{args.host}:{args.port}  (OpenAPI: /openapi.json, docs: /docs,"
+        f" events: /asyncapi.json)\n"
         f"  token: .venv/bin/dispatch token --sub worker-1 --role worker\n"
         f"  AWS stand-ins: {os.environ['AWS_ENDPOINT_URL']}, lease sweep every {sweep_every} s\n"
         f"  every event published to the bus prints a 'published' log line here\n"
@@ -131,6 +140,9 @@ def main(argv: list[str] | None = None) -> None:
 
     p = sub.add_parser("openapi", help="print the merged OpenAPI document")
     p.set_defaults(run=openapi)
+
+    p = sub.add_parser("asyncapi", help="print the AsyncAPI document of the events on the bus")
+    p.set_defaults(run=asyncapi)
 
     args = parser.parse_args(argv)
     args.run(args)

@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.http.resolver import IDEMPOTENCY_KEY, STATE_CHANGING
+from dispatch_local import asyncapi as bus_contract
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext, http_api_event
 from dispatch_local.template import (
@@ -154,11 +155,17 @@ class Gateway:
             initializer=_environment_started,
         )
         self._openapi: bytes | None = None
+        self._asyncapi: bytes | None = None
 
     def openapi(self) -> bytes:
         if self._openapi is None:
             self._openapi = json.dumps(openapi_document(self.routes)).encode()
         return self._openapi
+
+    def asyncapi(self) -> bytes:
+        if self._asyncapi is None:
+            self._asyncapi = json.dumps(bus_contract.document()).encode()
+        return self._asyncapi
 
     def close(self) -> None:
         self._stop.set()
@@ -331,12 +338,16 @@ def app(gateway: Gateway) -> Starlette:
     async def openapi(_: Request) -> Response:
         return Response(gateway.openapi(), media_type="application/json")
 
+    async def asyncapi(_: Request) -> Response:
+        return Response(gateway.asyncapi(), media_type="application/json")
+
     async def docs(_: Request) -> Response:
         return HTMLResponse(SWAGGER_UI)
 
     return Starlette(
         routes=[
             routing.Route("/openapi.json", openapi, methods=["GET"]),
+            routing.Route("/asyncapi.json", asyncapi, methods=["GET"]),
             routing.Route("/docs", docs, methods=["GET"]),
             routing.Route("/docs/", docs, methods=["GET"]),
             routing.Mount("/docs/assets", StaticFiles(directory=SWAGGER_UI_FILES)),

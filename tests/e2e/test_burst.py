@@ -31,7 +31,7 @@ def test_five_hundred_clients_at_once_all_get_the_contract_answer(stack: str) ->
         ]
         workers = [Client(stack, f"burst-{round_}-{n}", "worker") for n in range(CLIENTS)]
         outcomes: list[Any] = in_parallel(
-            [lambda w=w, n=n: accept(w, jobs[n % JOBS]) for n, w in enumerate(workers)]
+            [lambda w=w, j=jobs[n % JOBS]: accept(w, j) for n, w in enumerate(workers)]
         )
         failures = [o for o in outcomes if isinstance(o, BaseException)]
         assert not failures, f"{len(failures)} clients got no answer: {failures[:3]}"

@@ -6,8 +6,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import boto3
+import requests
 
 from dispatch.db import Connection
+from tests.contract import assert_valid_event
 from tests.e2e.client import Client
 from tests.support import job_body
 
@@ -73,3 +75,26 @@ def test_a_worker_near_a_new_job_gets_an_offer_within_seconds(stack: str) -> Non
     assert [j["id"] for j in nearby] == [job["id"]]
     # Redis and Postgres measure on slightly different spheres: a metre apart at most here.
     assert abs(nearby[0]["distance_m"] - offered["detail"]["data"]["distance_m"]) < 1
+
+
+def test_what_a_consumer_of_the_bus_receives_matches_the_served_asyncapi(stack: str) -> None:
+    tap = tap_the_bus(stack)
+    document = requests.get(f"{stack}/asyncapi.json", timeout=10).json()
+    business = Client(stack, "biz-contract", "business")
+    washer = Client(stack, "washer-contract", "worker")
+    washer.send("PUT", "/workers/me", {"skills": ["wash"]})
+    washer.send("PUT", "/workers/me/location", {"lat": 41.0, "lng": 2.0})
+    job = business.send("POST", "/jobs", job_body(["wash"], lat=41.001, lng=2.0)).json()
+    received = events_of(tap, job["id"], 2)  # created, then the offer to the washer
+    held = washer.send("POST", f"/jobs/{job['id']}/accept", {}).json()
+    washer.send("POST", f"/jobs/{job['id']}/transitions", {"event": "release", "version": 2})
+    received += events_of(tap, job["id"], 2)  # assigned, released (nobody else to offer)
+
+    kinds = [e["detail-type"] for e in received]
+    assert kinds == ["job.created", "offer.created", "job.assigned", "job.released"]
+    for event in received:
+        assert event["source"] == "dispatch.jobs"
+        assert event["detail-type"] == event["detail"]["type"]
+        assert_valid_event(event["detail"], document)
+    assigned = next(e for e in received if e["detail-type"] == "job.assigned")
+    assert assigned["detail"]["data"] == held  # exactly what the accept answered

@@ -1,0 +1,102 @@
+"""The bus contract as an AsyncAPI 3.0 document, generated from the models that shape the
+events (`dispatch.events`), as the OpenAPI document is generated from the routes' models: the
+two cannot drift from the code. Served at /asyncapi.json; printed by `dispatch asyncapi`."""
+
+from typing import Any
+
+from pydantic.json_schema import models_json_schema
+
+from dispatch.events import EVENT_MODELS, JobChanged, JobUnfilled, OfferCreated
+from dispatch.outbox.publisher import SOURCE
+
+VERSION = "1.1.0"
+
+DELIVERY = (
+    "Every committed event is put on the EventBridge bus at least once (source "
+    f"`{SOURCE}`, detail-type = the event type, detail = the event below). Consumers dedupe by "
+    "the event `id`. A job's own events (`job.*` changes) arrive in version order for that "
+    "job; offer events (`offer.created`, `job.unfilled`) carry the version of the round that "
+    "opened them and have no order relative to the job's events. Nothing is promised across "
+    "jobs."
+)
+
+EVOLUTION = (
+    "The contract grows by addition only: new event types and new optional fields may appear "
+    "at any time, so consumers ignore what they do not know. A change that would break a "
+    "consumer (a field removed, renamed or retyped) is published as a new detail-type (for "
+    "example `job.created.v2`) beside the old one, never in place."
+)
+
+SUMMARIES = {
+    "job.created": "A business posted a job (version 1).",
+    "job.assigned": "A worker won the job; `data.lease_expires_at` is the check-in deadline.",
+    "job.checked_in": "The assignee checked in; the lease was renewed.",
+    "job.released": "The assignee gave the job back; it is open again.",
+    "job.reopened": "The lease ran out; the sweeper opened the job again.",
+    "job.started": "Work began (a before photo is attached).",
+    "job.completed": "Work finished (an after photo is attached).",
+    "job.cancelled": "The business cancelled the job.",
+    "job.photo_attached": "The assignee attached a before or after photo.",
+    "offer.created": "A worker was offered the job in a wave of the round.",
+    "job.unfilled": "Every wave of the round passed and nobody took the job.",
+}
+
+
+def document() -> dict[str, Any]:
+    models = (JobChanged, OfferCreated, JobUnfilled)
+    _, schemas = models_json_schema(
+        [(model, "serialization") for model in models],
+        ref_template="#/components/schemas/{model}",
+    )
+    messages = {
+        event_type: {
+            "name": event_type,
+            "title": event_type,
+            "summary": SUMMARIES[event_type],
+            "contentType": "application/json",
+            "payload": {
+                "allOf": [
+                    {"$ref": f"#/components/schemas/{model.__name__}"},
+                    {"properties": {"type": {"const": event_type}}},
+                ]
+            },
+            "x-eventbridge": {"source": SOURCE, "detail-type": event_type},
+        }
+        for event_type, model in EVENT_MODELS.items()
+    }
+    return {
+        "asyncapi": "3.0.0",
+        "info": {
+            "title": "Dispatch events",
+            "version": VERSION,
+            "description": f"{DELIVERY}\n\n{EVOLUTION}",
+        },
+        "defaultContentType": "application/json",
+        "servers": {
+            "eventbridge": {
+                "host": "events.{region}.amazonaws.com",
+                "protocol": "https",
+                "description": "The stack's EventBridge bus (EVENT_BUS_NAME); rules match on "
+                f"source `{SOURCE}` and the detail-type.",
+                "variables": {"region": {"default": "us-east-1"}},
+            }
+        },
+        "channels": {
+            "jobs": {
+                "address": SOURCE,
+                "title": "Job and offer events",
+                "description": DELIVERY,
+                "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in messages},
+            }
+        },
+        "operations": {
+            "receiveJobEvents": {
+                "action": "receive",
+                "title": "React to jobs and offers",
+                "summary": "What a consumer of the bus receives (an EventBridge rule's target).",
+                "channel": {"$ref": "#/channels/jobs"},
+                "messages": [{"$ref": f"#/channels/jobs/messages/{name}"} for name in messages],
+            }
+        },
+        "components": {"schemas": schemas["$defs"], "messages": messages},
+    }
