@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Annotated, Any
 from uuid import UUID
 
+from psycopg.types.json import Jsonb
+
 from bench.common import Timing, bench_database, timing
 from dispatch import db, idempotency
 from dispatch.jobs import sql as jobs_sql
@@ -43,8 +45,8 @@ SETUP = [
     """INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
        SELECT 'b-1', 12.97, 77.59, '{wash}', now() + interval '1 hour', now() + interval '3 hours'
          FROM generate_series(1, %(jobs)s)""",
-    """INSERT INTO job_events (job_id, type, version, actor)
-       SELECT id, 'job.created', 1, 'b-1' FROM jobs""",
+    """INSERT INTO job_events (job_id, type, version, actor, data)
+       SELECT id, 'job.created', 1, 'b-1', dispatch_job(j) FROM jobs j""",
     """INSERT INTO workers (id, skills)
        SELECT 'w-' || c || '-' || j, '{wash}'
          FROM generate_series(0, %(claimers)s - 1) c, generate_series(0, %(jobs)s - 1) j""",
@@ -68,11 +70,11 @@ SELECT w.skills, EXISTS (SELECT 1 FROM jobs l WHERE l.assignee_id = w.id
 CLASSIC_UPDATE = """
 UPDATE jobs SET status = 'assigned', assignee_id = %(worker_id)s, version = version + 1,
        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s), updated_at = now()
- WHERE id = %(job_id)s RETURNING *
+ WHERE id = %(job_id)s RETURNING dispatch_job(jobs) AS document
 """
 CLASSIC_EVENT = """
 INSERT INTO job_events (job_id, type, version, actor, data)
-VALUES (%(job_id)s, 'job.assigned', %(version)s, %(worker_id)s, '{}')
+VALUES (%(job_id)s, 'job.assigned', %(version)s, %(worker_id)s, %(document)s)
 """
 CLASSIC_STORE = """
 INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
@@ -112,7 +114,7 @@ def claim_floor(conn: db.Connection, attempt: Attempt) -> int:
             conn.execute(jobs_sql.ACCEPT_FAILURE_JOB, params).fetchone()
             status, body = 409, '{"error": {"code": "JOB_TAKEN"}}'
         else:
-            status, body = 200, json.dumps(row, default=str)
+            status, body = 200, json.dumps(row["document"])
         conn.execute(idempotency.STORE_ANSWER, {**params, "status": status, "body": body})
         conn.execute("COMMIT")
     return status
@@ -138,8 +140,12 @@ def classic_transaction(conn: db.Connection, job_id: UUID, worker_id: str) -> tu
         if claimable:
             row = conn.execute(CLASSIC_UPDATE, params).fetchone()
             assert row is not None
-            conn.execute(CLASSIC_EVENT, {**params, "version": row["version"]})
-            status, body = 200, json.dumps(row, default=str)
+            document = row["document"]
+            conn.execute(
+                CLASSIC_EVENT,
+                {**params, "version": document["version"], "document": Jsonb(document)},
+            )
+            status, body = 200, json.dumps(document)
         else:
             status, body = 409, '{"error": {"code": "JOB_TAKEN"}}'
         conn.execute(CLASSIC_STORE, {**params, "status": status, "body": body})

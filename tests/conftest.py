@@ -64,7 +64,7 @@ def aws_stand_in() -> str:
 
     endpoint = os.environ.get("AWS_ENDPOINT_URL") or embedded.aws()
     embedded.use_aws_stand_in(endpoint)
-    embedded.ensure_bucket(os.environ.setdefault("PHOTO_BUCKET", "dispatch-photos-test"))
+    embedded.ensure_bucket(os.environ["PHOTO_BUCKET"])  # dispatch_local.LOCAL_DEFAULTS
     os.environ.setdefault("EVENT_BUS_NAME", "dispatch-test")
     os.environ.setdefault("OUTBOX_QUEUE_URL", embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"]))
     os.environ.setdefault(

@@ -17,6 +17,8 @@ from dispatch.workers import locations
 
 SAFETY_MARGIN_MS = 5_000  # stop starting batches this long before the function would time out
 
+settings()  # at cold start: a bad environment fails the init, not the first event
+
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics

@@ -13,9 +13,12 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db, migrations
+from dispatch.config import settings
 from dispatch.observability import logger
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+settings()  # at cold start: a bad environment fails the init, not the first event
 
 
 @logger.inject_lambda_context(clear_state=True)

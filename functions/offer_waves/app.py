@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
+from dispatch.config import settings
 from dispatch.observability import logger, metrics
 from dispatch.offers import waves
 from dispatch.outbox.publisher import put_all_on_bus
@@ -23,6 +24,9 @@ processor = BatchProcessor(event_type=EventType.SQS)
 def run_wave(record: SQSRecord) -> None:
     request = waves.WaveRequest.model_validate_json(record.body)
     db.run(lambda conn: waves.run_wave(conn, request, waves.sqs_schedule, put_all_on_bus))
+
+
+settings()  # at cold start: a bad environment fails the init, not the first event
 
 
 @logger.inject_lambda_context(clear_state=True)

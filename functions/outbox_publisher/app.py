@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
+from dispatch.config import settings
 from dispatch.events import Event
 from dispatch.observability import logger, metrics
 from dispatch.offers import waves
@@ -28,6 +29,9 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 def publish_record(record: SQSRecord) -> None:
     event = Event.from_json(record.body)
     db.run(lambda conn: publish(conn, event, put_on_bus, then=waves.start_round))
+
+
+settings()  # at cold start: a bad environment fails the init, not the first event
 
 
 @logger.inject_lambda_context(clear_state=True)

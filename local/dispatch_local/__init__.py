@@ -5,6 +5,12 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+# Settings the deployed functions get from the template and local runs must give themselves
+# (the layer has no localhost defaults): the local stack, the CLI, the tests, the benchmarks.
+LOCAL_DEFAULTS = {"PHOTO_BUCKET": "dispatch-photos-local"}
+for _name, _value in LOCAL_DEFAULTS.items():
+    os.environ.setdefault(_name, _value)
+
 
 def home() -> Path:
     """Where the local stack keeps its embedded data and signing key."""

@@ -1,9 +1,14 @@
-"""Configuration from the environment, parsed once per execution environment (cold start)."""
+"""Configuration from the environment, parsed once per execution environment, at cold start:
+every function calls `settings()` when it is imported, so a missing or invalid variable fails
+the init with one log line naming it, not the first request. Nothing deployed has a localhost
+default; the local stack and the tests set their own (`dispatch_local.LOCAL_DEFAULTS`)."""
 
+import json
+import sys
 from functools import cache
 from typing import Annotated, NamedTuple
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -37,9 +42,7 @@ Waves = Annotated[list[Wave], NoDecode, BeforeValidator(_waves), AfterValidator(
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
-    database_url: str = Field(
-        "postgresql://postgres@127.0.0.1:5432/dispatch", validation_alias="DATABASE_URL"
-    )
+    database_url: str = Field(min_length=1, validation_alias="DATABASE_URL")
     # Through RDS Proxy in AWS: sign in with a short-lived IAM token instead of a password.
     database_iam_auth: bool = Field(False, validation_alias="DATABASE_IAM_AUTH")
     redis_url: str | None = Field(None, validation_alias="REDIS_URL")
@@ -79,10 +82,24 @@ class Settings(BaseSettings):
     )
     # Nearest positions read per wave before the database filters (skills, busy, offered).
     offer_candidate_limit: int = Field(500, gt=0, validation_alias="DISPATCH_OFFER_CANDIDATE_LIMIT")
-    photo_bucket: str = Field("dispatch-photos-local", validation_alias="PHOTO_BUCKET")
+    photo_bucket: str = Field(min_length=1, validation_alias="PHOTO_BUCKET")
     photo_upload_seconds: int = Field(900, gt=0, validation_alias="DISPATCH_PHOTO_UPLOAD_SECONDS")
+
+
+class SettingsError(RuntimeError):
+    """The environment does not configure this function; the message names each variable."""
 
 
 @cache
 def settings() -> Settings:
-    return Settings()
+    try:
+        return Settings()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+            for item in error.errors()
+        )
+        message = f"invalid settings: {problems}"
+        # One line in the function's log (JSON, as the rest), then the init fails.
+        print(json.dumps({"level": "ERROR", "message": message}), file=sys.stderr, flush=True)
+        raise SettingsError(message) from None

@@ -2,6 +2,7 @@
 layer's `python/` folder on the path, nothing from the repository (no editable install, no
 local stack). Third-party packages come from this environment, standing in for the layer's."""
 
+import json
 import shutil
 import site
 import subprocess
@@ -20,25 +21,57 @@ FUNCTIONS = sorted(
 )
 
 
-@pytest.mark.parametrize("code_uri", FUNCTIONS)
-def test_handler_imports_from_the_lambda_layout(code_uri: str, tmp_path: Path) -> None:
+# What the template gives every function (Globals), with values of the right shape.
+DEPLOYED_ENVIRONMENT = {
+    "DATABASE_URL": "postgresql://dispatch_admin@proxy.example:5432/dispatch?sslmode=require",
+    "PHOTO_BUCKET": "dispatch-photos-dev",
+}
+
+
+def import_in_lambda_layout(
+    code_uri: str, tmp_path: Path, environment: dict[str, str], probe: str = ""
+) -> subprocess.CompletedProcess[str]:
     task, layer = tmp_path / "var" / "task", tmp_path / "opt" / "python"
     shutil.copytree(REPO_ROOT / code_uri, task, symlinks=False)
     shutil.copytree(REPO_ROOT / "shared" / "dispatch", layer / "dispatch")
     third_party = [p for p in site.getsitepackages() if p.endswith("site-packages")]
-    probe = (
-        f"import sys; sys.path[:0] = {[str(task), str(layer), *third_party]!r}; import app; "
-        "assert callable(app.lambda_handler); "
-        "assert not any(m.split('.')[0] in ('dispatch_local', 'tests') for m in sys.modules); "
-        f"assert sys.modules['dispatch'].__file__.startswith({str(layer)!r})"
-    )
+    script = f"import sys; sys.path[:0] = {[str(task), str(layer), *third_party]!r}; import app; "
     # -S: no site processing, so the editable install's path hooks never load.
-    result = subprocess.run(
-        [sys.executable, "-S", "-c", probe],
+    return subprocess.run(
+        [sys.executable, "-S", "-c", script + probe.format(layer=str(layer))],
         cwd=task,
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"},
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", **environment},
     )
+
+
+@pytest.mark.parametrize("code_uri", FUNCTIONS)
+def test_handler_imports_from_the_lambda_layout(code_uri: str, tmp_path: Path) -> None:
+    probe = (
+        "assert callable(app.lambda_handler); "
+        "assert not any(m.split('.')[0] in ('dispatch_local', 'tests') for m in sys.modules); "
+        "assert sys.modules['dispatch'].__file__.startswith({layer!r})"
+    )
+    result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("code_uri", FUNCTIONS)
+def test_a_bad_environment_fails_the_init_with_one_line_naming_it(
+    code_uri: str, tmp_path: Path
+) -> None:
+    """Settings are parsed at cold start, so a deployed function missing a variable fails
+    its init (Lambda reports it) instead of answering its first request with an error."""
+    environment = {"PHOTO_BUCKET": "dispatch-photos-dev", "DISPATCH_LEASE_SECONDS": "soon"}
+    result = import_in_lambda_layout(code_uri, tmp_path, environment)
+    assert result.returncode != 0
+    logged = [
+        json.loads(line) for line in result.stderr.splitlines() if line.startswith('{"level"')
+    ]
+    assert len(logged) == 1, result.stderr
+    assert logged[0]["level"] == "ERROR"
+    assert "DATABASE_URL: Field required" in logged[0]["message"]
+    assert "DISPATCH_LEASE_SECONDS" in logged[0]["message"]
+    assert "SettingsError" in result.stderr.splitlines()[-1]

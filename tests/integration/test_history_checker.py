@@ -108,8 +108,8 @@ def test_a_worker_holding_two_jobs(api: Api, conn: Connection) -> None:
     # Written behind the application's back (and its one-live-job index): an assigned event
     # for worker-1 on a second job while it holds the first.
     conn.execute(
-        "INSERT INTO job_events (job_id, type, version, actor)"
-        " VALUES (%s, 'job.assigned', 2, 'worker-1')",
+        "INSERT INTO job_events (job_id, type, version, actor, data)"
+        " SELECT id, 'job.assigned', 2, 'worker-1', dispatch_job(j) FROM jobs j WHERE id = %s",
         (other["id"],),
     )
     found = hist.check(log, conn)

@@ -315,7 +315,10 @@ def test_the_database_refuses_offers_that_break_the_rules(conn: db.Connection) -
     commands.accept_job(conn, job_id, profile(conn, "w9"), None)
     with pytest.raises(psycopg.errors.CheckViolation, match="not open at version"):
         conn.execute(insert, (job_id, "w3", 2))  # taken
-    unfilled = "INSERT INTO offer_events (job_id, type, version) VALUES (%s, 'job.unfilled', 1)"
+    unfilled = (
+        "INSERT INTO offer_events (job_id, type, version, data)"
+        " VALUES (%s, 'job.unfilled', 1, '{\"waves\": 3, \"offered\": 0}')"
+    )
     conn.execute(unfilled, (job_id,))
     with pytest.raises(psycopg.errors.UniqueViolation, match="one_unfilled_per_round"):
         conn.execute(unfilled, (job_id,))

@@ -1,6 +1,7 @@
 """Photo evidence: real uploads to the S3 stand-in, slots that open and freeze, and the
 database refusing the same things by itself."""
 
+import os
 import uuid
 from typing import Any
 
@@ -39,7 +40,7 @@ def test_upload_url_really_accepts_the_photo(api: Api, aws_stand_in: str) -> Non
     assert put.status_code == 200
     import boto3
 
-    listed = boto3.client("s3").list_objects_v2(Bucket="dispatch-photos-test")
+    listed = boto3.client("s3").list_objects_v2(Bucket=os.environ["PHOTO_BUCKET"])
     assert any(reply.body["photo_id"] for _ in listed.get("Contents", []))
 
 

@@ -87,8 +87,8 @@ def test_one_live_job_per_worker(conn: Connection) -> None:
 
 
 def test_one_event_per_job_version(conn: Connection, job_id: Any) -> None:
-    event = """INSERT INTO job_events (job_id, type, version, actor)
-               VALUES (%(id)s, %(type)s, 1, 'b-1')"""
+    event = """INSERT INTO job_events (job_id, type, version, actor, data)
+               SELECT id, %(type)s, 1, 'b-1', dispatch_job(j) FROM jobs j WHERE id = %(id)s"""
     conn.execute(event, {"id": job_id, "type": "job.created"})
     refused(conn, event, {"id": job_id, "type": "job.assigned"}, "job_events_one_per_change")
 

@@ -246,7 +246,9 @@ def _lambda_error(
 
 
 def entrypoint(app: DispatchResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
-    """The Lambda handler of an API function: logs correlated by request id, metrics flushed."""
+    """The Lambda handler of an API function: logs correlated by request id, metrics flushed.
+    Settings are read here, at import (cold start): a bad environment fails the init."""
+    settings()
 
     @logger.inject_lambda_context(
         correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
