@@ -1,11 +1,16 @@
 """Migrations at deploy: a CloudFormation custom resource that applies pending migrations.
 
 Runs on every deploy that changes this function (migrations ship inside it), is idempotent,
-and is safe when two run at once (dispatch.migrations serialises migrators). It always
-answers CloudFormation, so a failed migration fails the deploy instead of hanging it.
+and is safe when two run at once (dispatch.migrations serialises migrators). Migrations run
+with their own timeouts (a short lock wait, retried; a long statement), and CloudFormation is
+always answered before this function's own deadline: the database work is cut off well
+before it, and a timer answers FAILED (and cancels the work) if it still runs, so a slow
+migration fails the deploy in minutes instead of leaving CloudFormation waiting an hour.
 """
 
 import json
+import threading
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -17,34 +22,73 @@ from dispatch.config import settings
 from dispatch.observability import logger
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+WORK_MARGIN_SECONDS = 30.0  # the database work stops this long before the deadline
+ANSWER_MARGIN_SECONDS = 10.0  # the timer answers FAILED this long before it
 
 settings()  # at cold start: a bad environment fails the init, not the first event
 
 
+class CloudFormationAnswer:
+    """The one answer CloudFormation waits for (a PUT to the presigned URL); the first one sent
+    wins, whether the work or the deadline timer sends it."""
+
+    def __init__(self, event: dict[str, Any], context: LambdaContext) -> None:
+        self.event, self.context = event, context
+        self.sent: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def send(self, status: str, reason: str = "", applied: list[str] | None = None) -> None:
+        with self._lock:
+            if self.sent is not None:
+                return
+            self.sent = {
+                "Status": status,
+                "Reason": (reason or f"see {self.context.log_group_name}")[:500],
+                "PhysicalResourceId": "dispatch-migrations",
+                "StackId": self.event["StackId"],
+                "RequestId": self.event["RequestId"],
+                "LogicalResourceId": self.event["LogicalResourceId"],
+                "Data": {"Applied": ",".join(applied or [])},
+            }
+            request = urllib.request.Request(
+                self.event["ResponseURL"],
+                data=json.dumps(self.sent).encode(),
+                method="PUT",
+                headers={"Content-Type": ""},
+            )
+            with urllib.request.urlopen(request, timeout=ANSWER_MARGIN_SECONDS / 2):
+                pass
+
+
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    status, reason, applied = "SUCCESS", "", []
+    answer = CloudFormationAnswer(event, context)
+    left = context.get_remaining_time_in_millis() / 1000
+    working: list[db.Connection] = []
+
+    def out_of_time() -> None:
+        logger.error("migrations still running near the deadline; answering FAILED")
+        answer.send("FAILED", "Migrations did not finish before the function's deadline.")
+        for conn in working:
+            conn.cancel()  # the transaction rolls back: nothing is half applied
+
+    timer = threading.Timer(max(0.0, left - ANSWER_MARGIN_SECONDS), out_of_time)
+    timer.daemon = True
+    timer.start()
     try:
+        applied: list[str] = []
         if event["RequestType"] in ("Create", "Update"):
-            with db.connect() as conn:
-                applied = migrations.apply(conn, migrations.load(MIGRATIONS))
+            applied = migrations.apply_patiently(
+                db.connect,
+                migrations.load(MIGRATIONS),
+                deadline=time.monotonic() + left - WORK_MARGIN_SECONDS,
+                connected=working.append,
+            )
             logger.info("migrations applied", extra={"applied": applied})
+        answer.send("SUCCESS", applied=applied)
     except Exception as error:  # report it: CloudFormation waits for an answer otherwise
         logger.exception("migration failed")
-        status, reason = "FAILED", f"{type(error).__name__}: {error}"[:500]
-    answer = {
-        "Status": status,
-        "Reason": reason or f"see {context.log_group_name}",
-        "PhysicalResourceId": "dispatch-migrations",
-        "StackId": event["StackId"],
-        "RequestId": event["RequestId"],
-        "LogicalResourceId": event["LogicalResourceId"],
-        "Data": {"Applied": ",".join(applied)},
-    }
-    body = json.dumps(answer).encode()
-    request = urllib.request.Request(
-        event["ResponseURL"], data=body, method="PUT", headers={"Content-Type": ""}
-    )
-    with urllib.request.urlopen(request, timeout=10):
-        pass
-    return answer
+        answer.send("FAILED", f"{type(error).__name__}: {error}")
+    finally:
+        timer.cancel()
+    return answer.sent or {}

@@ -22,8 +22,9 @@ def migrate(_: argparse.Namespace | None = None) -> None:
     from dispatch import db, migrations
 
     url = _database_url()
-    with db.connect(url) as conn:
-        applied = migrations.apply(conn, migrations.load(REPO_ROOT / "migrations"))
+    applied = migrations.apply_patiently(
+        lambda: db.connect(url), migrations.load(REPO_ROOT / "migrations")
+    )
     print(f"migrations applied: {', '.join(applied) or 'none pending'}")
 
 

@@ -83,6 +83,16 @@ class Settings(BaseSettings):
     # Nearest positions read per wave before the database filters (skills, busy, offered).
     offer_candidate_limit: int = Field(500, gt=0, validation_alias="DISPATCH_OFFER_CANDIDATE_LIMIT")
     photo_bucket: str = Field(min_length=1, validation_alias="PHOTO_BUCKET")
+    # Migrations run with their own timeouts, not the API's: a lock wait short and retried (a
+    # DDL queued behind a long query would block every query queued behind it), a statement
+    # long (an index build, a backfill), both cut to the time the deploy has left.
+    migration_lock_timeout_ms: int = Field(
+        3000, gt=0, validation_alias="DISPATCH_MIGRATION_LOCK_TIMEOUT_MS"
+    )
+    migration_attempts: int = Field(10, gt=0, validation_alias="DISPATCH_MIGRATION_ATTEMPTS")
+    migration_statement_timeout_ms: int = Field(
+        600_000, gt=0, validation_alias="DISPATCH_MIGRATION_STATEMENT_TIMEOUT_MS"
+    )
     photo_upload_seconds: int = Field(900, gt=0, validation_alias="DISPATCH_PHOTO_UPLOAD_SECONDS")
 
 

@@ -6,10 +6,16 @@ A file changed after it was applied is refused: history is append-only.
 """
 
 import hashlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from psycopg import errors
+
+from dispatch.config import settings
 from dispatch.db import Connection
+from dispatch.observability import logger
 
 MIGRATOR_LOCK = 0x44697370  # "Disp"
 
@@ -62,3 +68,38 @@ def apply(conn: Connection, migrations: list[Migration]) -> list[str]:
             )
             applied_now.append(migration.version)
     return applied_now
+
+
+def apply_patiently(
+    connect: Callable[[], Connection],
+    migrations: list[Migration],
+    deadline: float | None = None,
+    connected: Callable[[Connection], None] = lambda conn: None,
+) -> list[str]:
+    """`apply` with the migrations' own timeouts (not the API's): a short lock timeout, the
+    whole attempt retried with a growing pause when a lock is busy, and a long statement
+    timeout, cut to what is left before `deadline` (time.monotonic()). `connected` sees each
+    connection first (the migrate function cancels it when time runs out)."""
+    s = settings()
+    for attempt in range(1, s.migration_attempts + 1):
+        left_ms = s.migration_statement_timeout_ms
+        if deadline is not None:
+            left_ms = min(left_ms, int((deadline - time.monotonic()) * 1000))
+        if left_ms <= 0:
+            raise TimeoutError("no time left to apply the migrations")
+        with connect() as conn:
+            connected(conn)
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, false)", (str(s.migration_lock_timeout_ms),)
+            )
+            conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(left_ms),))
+            try:
+                return apply(conn, migrations)
+            except errors.LockNotAvailable:
+                if attempt == s.migration_attempts:
+                    raise
+                logger.warning(
+                    "a migration waited too long for a lock; retrying", extra={"attempt": attempt}
+                )
+        time.sleep(min(0.2 * 2**attempt, 10))
+    raise AssertionError("unreachable: the last attempt returns or raises")
