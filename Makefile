@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint package clean
+.PHONY: dev test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,8 +20,8 @@ install: $(STAMP)
 dev: $(STAMP)
 	PORT=$(PORT) $(BIN)/dispatch dev --port $(PORT)
 
-## Lint, type-check, template lint, and the whole test suite.
-test: $(STAMP) lint typecheck template-lint
+## Lint, type-check, template lint and security scan, and the whole test suite.
+test: $(STAMP) lint typecheck template-lint checkov
 	$(BIN)/pytest
 
 lint: $(STAMP)
@@ -35,6 +35,17 @@ typecheck: $(STAMP)
 template-lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/sam validate --lint
+
+## Security scan of the template (checkov), offline. It lives in an environment of its own
+## inside .venv: it pins an old boto3 that the project's tools cannot share.
+CHECKOV := $(VENV)/checkov/bin/checkov
+CHECKOV_VERSION := 3.3.30
+$(CHECKOV): $(STAMP)
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+
+checkov: $(CHECKOV)
+	$(CHECKOV) --file template.yaml --quiet --compact --skip-download
 
 ## Build every function and the layer for Lambda (python3.12, arm64) without Docker.
 # pyenv's shim only answers for the active version, so look for the interpreter itself first.
