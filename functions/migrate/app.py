@@ -56,8 +56,11 @@ class CloudFormationAnswer:
                 method="PUT",
                 headers={"Content-Type": ""},
             )
-            with urllib.request.urlopen(request, timeout=ANSWER_MARGIN_SECONDS / 2):
-                pass
+            try:
+                with urllib.request.urlopen(request, timeout=ANSWER_MARGIN_SECONDS / 2):
+                    pass
+            except OSError:  # nothing more to do: CloudFormation will time the resource out
+                logger.exception("could not answer CloudFormation", extra=self.sent)
 
 
 @logger.inject_lambda_context(clear_state=True)

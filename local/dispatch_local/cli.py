@@ -5,7 +5,7 @@ import os
 import signal
 import sys
 
-from dispatch_local import REPO_ROOT, home
+from dispatch_local import home
 
 
 def _database_url() -> str:
@@ -19,13 +19,9 @@ def _database_url() -> str:
 
 
 def migrate(_: argparse.Namespace | None = None) -> None:
-    from dispatch import db, migrations
+    from dispatch_local import services
 
-    url = _database_url()
-    applied = migrations.apply_patiently(
-        lambda: db.connect(url), migrations.load(REPO_ROOT / "migrations")
-    )
-    print(f"migrations applied: {', '.join(applied) or 'none pending'}")
+    services.migrate(_database_url())
 
 
 def token(args: argparse.Namespace) -> None:
@@ -54,23 +50,11 @@ def asyncapi(_: argparse.Namespace) -> None:
 def dev(args: argparse.Namespace) -> None:
     import uvicorn
 
-    from dispatch_local import embedded, gateway
+    from dispatch_local import gateway, services
 
-    _database_url()
-    if not os.environ.get("REDIS_URL"):
-        os.environ["REDIS_URL"] = embedded.redis(home())
-    if not os.environ.get("AWS_ENDPOINT_URL"):
-        embedded.use_aws_stand_in(embedded.aws())
-    from dispatch.config import settings
-
-    embedded.ensure_bucket(settings().photo_bucket)
-    if not os.environ.get("OUTBOX_QUEUE_URL"):
-        os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox(settings().event_bus_name)
-    if not os.environ.get("OFFER_QUEUE_URL"):
-        os.environ["OFFER_QUEUE_URL"] = embedded.ensure_offer_queue(settings().event_bus_name)
+    found = services.start()
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
-    migrate()
     stack = gateway.Gateway(environments=args.environments)
     sweep_every = int(os.environ.get("DISPATCH_SWEEP_INTERVAL_SECONDS", "60"))
     stack.run_schedules(
@@ -107,13 +91,48 @@ def dev(args: argparse.Namespace) -> None:
     # started us with SIGINT ignored.
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, _stop)
+    services.record(found, f"http://{args.host}:{args.port}")
     try:
         server.run()
     except KeyboardInterrupt:
         pass
     finally:
         print("\nstopping", flush=True)
+        services.forget()
         stack.close()
+
+
+def invoke(args: argparse.Namespace) -> None:
+    from dispatch_local.invoke import UnknownFunction, main_invoke
+
+    try:
+        sys.exit(main_invoke(args.function, args.event, args.timeout))
+    except UnknownFunction as error:
+        sys.exit(str(error))
+
+
+def generate_event(args: argparse.Namespace) -> None:
+    import json
+
+    from dispatch_local.invoke import UnknownFunction, generate_event
+
+    body = sys.stdin.read() if args.body == "-" else args.body
+    try:
+        event = generate_event(args.method, args.path, args.sub, args.role, body, args.key)
+    except UnknownFunction as error:
+        sys.exit(str(error))
+    print(json.dumps(event, indent=2))
+
+
+def env_json(args: argparse.Namespace) -> None:
+    import json
+
+    from dispatch_local.invoke import env_json
+
+    try:
+        print(json.dumps(env_json(args.host_alias), indent=2))
+    except RuntimeError as error:
+        sys.exit(str(error))
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -144,6 +163,34 @@ def main(argv: list[str] | None = None) -> None:
 
     p = sub.add_parser("asyncapi", help="print the AsyncAPI document of the events on the bus")
     p.set_defaults(run=asyncapi)
+
+    p = sub.add_parser(
+        "invoke",
+        help="run one function's handler with an event, as `sam local invoke` does (no Docker)",
+    )
+    p.add_argument("function", help="logical id (AcceptJobFunction) or folder (accept_job)")
+    p.add_argument("-e", "--event", default="-", help="event file, or - for stdin (default)")
+    p.add_argument("--timeout", type=int, help="seconds (default: the template's Timeout)")
+    p.set_defaults(run=invoke)
+
+    p = sub.add_parser("generate-event", help="print a signed-in HTTP API event for a route")
+    p.add_argument("method")
+    p.add_argument("path", help="as requested, with its query: /jobs/nearby?lat=1&lng=2")
+    p.add_argument("--sub", help="the caller's id (omit for no token)")
+    p.add_argument("--role", choices=["business", "worker", "ops"])
+    p.add_argument("--body", help="the JSON body, or - for stdin")
+    p.add_argument("--key", help="the Idempotency-Key (default: a new UUID on state changes)")
+    p.set_defaults(run=generate_event)
+
+    p = sub.add_parser(
+        "env-json", help="print env.json for `sam local invoke --env-vars`, for the running stack"
+    )
+    p.add_argument(
+        "--host-alias",
+        help="name a container reaches this machine by (host.docker.internal); default: none,"
+        " for `--docker-network host`",
+    )
+    p.set_defaults(run=env_json)
 
     args = parser.parse_args(argv)
     args.run(args)

@@ -7,7 +7,8 @@ values and the bus carries the very same, so the two can never disagree.
 """
 
 import json
-from typing import Any, Self
+import types
+from typing import Any, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -44,7 +45,25 @@ class Document(Resource):
         return cls.from_document(json.loads(text))
 
     def document(self) -> dict[str, Any]:
-        # The model's field order (jsonb keeps its own), the database's values.
-        fields = type(self).model_fields
-        ordered = {name: self._document[name] for name in fields if name in self._document}
-        return {**ordered, **self._document}
+        # The database's values in the model's field order (jsonb keeps an order of its own).
+        ordered: dict[str, Any] = _in_field_order(type(self), self._document)
+        return ordered
+
+
+def _in_field_order(kind: Any, value: Any) -> Any:
+    """`value` with every object's keys in the order the model `kind` declares them."""
+    if get_origin(kind) in (Union, types.UnionType):
+        models = [k for k in get_args(kind) if k is not type(None)]
+        return _in_field_order(models[0], value) if len(models) == 1 else value
+    if get_origin(kind) is list and isinstance(value, list):
+        (item,) = get_args(kind)
+        return [_in_field_order(item, v) for v in value]
+    if isinstance(kind, type) and issubclass(kind, BaseModel) and isinstance(value, dict):
+        fields = kind.model_fields
+        ordered = {
+            name: _in_field_order(fields[name].annotation, value[name])
+            for name in fields
+            if name in value
+        }
+        return ordered | {name: v for name, v in value.items() if name not in ordered}
+    return value

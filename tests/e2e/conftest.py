@@ -1,6 +1,7 @@
 """The local stack (`dispatch dev`) in a subprocess, on a free port, against the test database."""
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +19,14 @@ def database_url(admin_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url, process = start_stack(database_url, tmp_path_factory.mktemp("stack-home"))
+def stack_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the main stack keeps its embedded data, signing key and services record."""
+    return tmp_path_factory.mktemp("stack-home")
+
+
+@pytest.fixture(scope="session")
+def stack(database_url: str, stack_home: Path) -> Iterator[str]:
+    url, process = start_stack(database_url, stack_home)
     yield url
     stop_stack(process)
 

@@ -1,0 +1,182 @@
+"""`dispatch invoke`, `dispatch generate-event` and `dispatch env-json`: the third way in.
+
+`sam local invoke FUNCTION -e EVENT` runs one function's handler in a Lambda container with
+the template's environment. Without Docker, `dispatch invoke` does the same in a process of
+its own: the function's folder first on the path (`import app`, as the runtime does), the
+layer's `dispatch` package, the environment the template gives that function, with the
+services pointed at the running local stack (or embedded ones when none runs).
+"""
+
+import importlib
+import json
+import os
+import sys
+import uuid
+from typing import Any
+
+from dispatch_local import services
+from dispatch_local.events import LambdaContext, http_api_event
+from dispatch_local.template import Function, find, load_template, routes
+from dispatch_local.tokens import as_api_gateway_claims
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class UnknownFunction(LookupError):
+    pass
+
+
+def functions(template: dict[str, Any] | None = None) -> dict[str, Function]:
+    """Every function of the template by logical id."""
+    template = template or load_template()
+    from dispatch_local import REPO_ROOT
+
+    return {
+        logical_id: Function(
+            function=logical_id,
+            code_uri=(REPO_ROOT / str(res["Properties"]["CodeUri"])).resolve(),
+            handler=str(res["Properties"].get("Handler", "app.lambda_handler")),
+        )
+        for logical_id, res in template["Resources"].items()
+        if res.get("Type") == "AWS::Serverless::Function"
+    }
+
+
+def find_function(name: str) -> Function:
+    """By logical id (AcceptJobFunction) or by folder (accept_job)."""
+    known = functions()
+    for function in known.values():
+        if name in (function.function, function.code_uri.name):
+            return function
+    choices = ", ".join(sorted(f"{f.function} ({f.code_uri.name})" for f in known.values()))
+    raise UnknownFunction(f"no function {name!r} in template.yaml; there are: {choices}")
+
+
+def template_environment(function: Function) -> dict[str, str]:
+    """The variables the template sets for `function` (Globals, then its own), with values a
+    local run can take: literals as written, parameter references as their defaults.
+    Values only AWS can give (ARNs, endpoints) are left to the local services."""
+    template = load_template()
+    parameters = {
+        name: str(spec["Default"])
+        for name, spec in (template.get("Parameters") or {}).items()
+        if "Default" in spec
+    }
+    declared = dict(template["Globals"]["Function"]["Environment"]["Variables"])
+    own = template["Resources"][function.function]["Properties"].get("Environment") or {}
+    declared.update(own.get("Variables") or {})
+    resolved: dict[str, str] = {}
+    for name, value in declared.items():
+        if isinstance(value, str | int | float | bool):
+            resolved[name] = str(value)
+        elif isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in parameters:
+            resolved[name] = parameters[value["Ref"]]
+    return resolved
+
+
+def environment_for(function: Function, service_values: dict[str, str]) -> dict[str, str]:
+    """Template values, then the local services, then whatever the caller set explicitly."""
+    environment = {**template_environment(function), **service_values}
+    environment["DATABASE_IAM_AUTH"] = "false"  # local services take no IAM tokens
+    for name in list(environment):
+        if name in os.environ and name not in service_values:
+            environment[name] = os.environ[name]
+    return environment
+
+
+def local_service_values() -> dict[str, str]:
+    """The running local stack's services, or embedded ones started for this process."""
+    return services.running() or services.start()
+
+
+def timeout_of(function: Function) -> int:
+    """The function's Timeout in the template (its own, else Globals'), as sam would give it."""
+    template = load_template()
+    own = template["Resources"][function.function]["Properties"].get("Timeout")
+    return int(own or template["Globals"]["Function"].get("Timeout", 3))
+
+
+def invoke(function: Function, event: Any, timeout_seconds: int | None = None) -> Any:
+    """Run the handler once in this process, as a fresh Lambda environment would."""
+    os.environ.update(environment_for(function, local_service_values()))
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    from dispatch.config import settings
+
+    settings.cache_clear()  # read anew at the function's cold start, as in Lambda
+    module_name, handler_name = function.handler.rsplit(".", 1)
+    sys.path.insert(0, str(function.code_uri))
+    os.chdir(function.code_uri)
+    handler = getattr(importlib.import_module(module_name), handler_name)
+    context = LambdaContext(
+        function_name=function.function, timeout_seconds=timeout_seconds or timeout_of(function)
+    )
+    return handler(event, context)
+
+
+def generate_event(
+    method: str,
+    path: str,
+    sub: str | None,
+    role: str | None,
+    body: str | None,
+    key: str | None,
+) -> dict[str, Any]:
+    """An HTTP API (payload 2.0) event for a route of the template, signed in as the JWT
+    authorizer would hand it over (its claims), with an Idempotency-Key on state changes."""
+    raw_path, _, query = path.partition("?")
+    found = find(routes(), method.upper(), raw_path)
+    if found is None:
+        raise UnknownFunction(f"no route {method.upper()} {raw_path} in template.yaml")
+    route, parameters = found
+    headers = [("content-type", "application/json"), ("user-agent", "dispatch-generate-event")]
+    if method.upper() in STATE_CHANGING:
+        headers.append(("idempotency-key", key or str(uuid.uuid4())))
+    claims = None
+    if route.authorized and sub and role:
+        claims = as_api_gateway_claims({"sub": sub, "cognito:groups": [role]})
+    payload = (body or "").encode()
+    return http_api_event(route, parameters, method, raw_path, query, headers, payload, claims)
+
+
+def env_json(host_alias: str | None) -> dict[str, dict[str, str]]:
+    """`sam local invoke --env-vars` / `sam local start-api --env-vars`: each function's
+    variables, pointed at the running local stack's services (loopback addresses renamed to
+    `host_alias`, for a container that reaches the host by that name)."""
+    values = services.running()
+    if values is None:
+        raise RuntimeError("no local stack is running from this DISPATCH_HOME: start `make dev`")
+    found: dict[str, dict[str, str]] = {}
+    for function in functions().values():
+        environment = environment_for(function, values)
+        if host_alias:
+            environment = {
+                name: value.replace("127.0.0.1", host_alias).replace("localhost", host_alias)
+                for name, value in environment.items()
+            }
+        found[function.function] = environment
+    return found
+
+
+def main_invoke(name: str, event_file: str | None, timeout_seconds: int | None) -> int:
+    """The CLI's `invoke`: the response JSON on stdout, everything the function logs on
+    stderr, exit status 1 when the handler raised (as sam prints errorMessage/errorType)."""
+    function = find_function(name)
+    source = sys.stdin if event_file in (None, "-") else open(event_file)  # noqa: SIM115
+    with source:
+        event = json.load(source)
+    answer_fd = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(2, 1)  # the function's prints and logs (Powertools writes to stdout) to stderr
+    try:
+        result, status = invoke(function, event, timeout_seconds), 0
+    except Exception as error:
+        import traceback
+
+        traceback.print_exc()
+        result, status = {"errorMessage": str(error), "errorType": type(error).__name__}, 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    with os.fdopen(answer_fd, "w") as answer:
+        answer.write(json.dumps(result) + "\n")
+    return status

@@ -1,0 +1,83 @@
+"""The services the functions talk to, on this machine: the ones named in the environment,
+or embedded ones (Postgres, Redis, moto for AWS); and the record a running local stack leaves
+of them, so that `dispatch invoke` and `dispatch env-json` point at the same ones."""
+
+import json
+import os
+from pathlib import Path
+
+from dispatch_local import home
+
+# What a function needs to reach its services; everything else comes from the template.
+SERVICE_VARIABLES = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "PHOTO_BUCKET",
+    "EVENT_BUS_NAME",
+    "OUTBOX_QUEUE_URL",
+    "OFFER_QUEUE_URL",
+)
+
+
+def start() -> dict[str, str]:
+    """Services for this process and its children: those the environment names, embedded
+    ones for the rest (their data in DISPATCH_HOME, stopped when this process exits)."""
+    from dispatch_local import embedded
+
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["DATABASE_URL"] = embedded.postgres(home() / "pg")
+    if not os.environ.get("REDIS_URL"):
+        os.environ["REDIS_URL"] = embedded.redis(home())
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        embedded.use_aws_stand_in(embedded.aws())
+    from dispatch.config import settings
+
+    embedded.ensure_bucket(settings().photo_bucket)
+    os.environ.setdefault("EVENT_BUS_NAME", settings().event_bus_name)
+    if not os.environ.get("OUTBOX_QUEUE_URL"):
+        os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"])
+    if not os.environ.get("OFFER_QUEUE_URL"):
+        os.environ["OFFER_QUEUE_URL"] = embedded.ensure_offer_queue(os.environ["EVENT_BUS_NAME"])
+    migrate(os.environ["DATABASE_URL"])
+    return {name: os.environ[name] for name in SERVICE_VARIABLES if os.environ.get(name)}
+
+
+def migrate(url: str) -> list[str]:
+    from dispatch import db, migrations
+    from dispatch_local import REPO_ROOT
+
+    applied = migrations.apply_patiently(
+        lambda: db.connect(url), migrations.load(REPO_ROOT / "migrations")
+    )
+    print(f"migrations applied: {', '.join(applied) or 'none pending'}", flush=True)
+    return applied
+
+
+def record_path() -> Path:
+    return home() / "stack.json"
+
+
+def record(services: dict[str, str], url: str) -> None:
+    """A running stack says where its services are (removed when it stops)."""
+    record_path().write_text(json.dumps({"pid": os.getpid(), "url": url, "services": services}))
+
+
+def forget() -> None:
+    record_path().unlink(missing_ok=True)
+
+
+def running() -> dict[str, str] | None:
+    """The services of the local stack running from this DISPATCH_HOME, if one is."""
+    try:
+        found = json.loads(record_path().read_text())
+        os.kill(int(found["pid"]), 0)
+    except (FileNotFoundError, ValueError, KeyError, ProcessLookupError):
+        return None
+    except PermissionError:
+        pass  # alive, someone else's
+    services: dict[str, str] = found["services"]
+    return services

@@ -1,0 +1,120 @@
+"""`dispatch invoke`, the third way in: every sample event in events/ through its function's
+real handler, as `sam local invoke` would run it, against the running local stack's services
+(and, once, against embedded ones with no stack running)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dispatch_local import REPO_ROOT
+from dispatch_local.invoke import functions, template_environment
+from tests.e2e.client import Client
+from tests.support import job_body
+
+EVENTS = REPO_ROOT / "events"
+FUNCTIONS = functions()
+
+
+def dispatch(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it: no test database or Redis in its environment."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("DATABASE_", "REDIS_", "AWS_", "OUTBOX_", "OFFER_", "EVENT_BUS"))
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "dispatch_local.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        env={**environment, "DISPATCH_HOME": str(home)},
+    )
+
+
+def answer_of(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, f"stdout is the response alone: {result.stdout[:500]}"
+    return json.loads(lines[0])
+
+
+@pytest.mark.parametrize("logical_id", sorted(FUNCTIONS))
+def test_every_sample_event_runs_through_dispatch_invoke(
+    logical_id: str, stack: str, stack_home: Path
+) -> None:
+    function = FUNCTIONS[logical_id]
+    sample = EVENTS / f"{function.code_uri.name}.json"
+    assert sample.exists(), f"no sample event for {logical_id}"
+    result = answer_of(dispatch(stack_home, "invoke", function.code_uri.name, "-e", str(sample)))
+    assert result is not None
+    if "statusCode" in result:  # an API function: a contract answer, never a 5xx
+        assert result["statusCode"] < 500, result
+        json.loads(result["body"])
+    elif "batchItemFailures" in result:  # a queue consumer took its record
+        assert result["batchItemFailures"] == []
+    elif "Status" in result:  # the migrations: already applied by the stack
+        assert (result["Status"], result["Data"]["Applied"]) == ("SUCCESS", "")
+    else:  # the scheduled sweeper reports what it did
+        assert set(result) >= {"reopened", "expired_keys", "relayed"}
+
+
+def test_a_generated_event_piped_into_invoke_writes_to_the_stacks_database(
+    stack: str, stack_home: Path
+) -> None:
+    body = json.dumps({**job_body(["wash"]), "skills": ["wash"]})
+    event = dispatch(
+        stack_home, "generate-event", "POST", "/jobs", "--sub", "biz-invoke", "--role", "business",
+        "--body", body,
+    )  # fmt: skip
+    assert event.returncode == 0, event.stderr
+    created = answer_of(dispatch(stack_home, "invoke", "CreateJobFunction", stdin=event.stdout))
+    assert created["statusCode"] == 201
+    job = json.loads(created["body"])
+    # The same job, read over HTTP from the running stack: one database.
+    seen = Client(stack, "biz-invoke", "business").send("GET", f"/jobs/{job['id']}")
+    assert seen.status_code == 200 and seen.json() == job
+
+
+def test_logs_go_to_stderr_and_errors_exit_non_zero(stack_home: Path, stack: str) -> None:
+    swept = dispatch(
+        stack_home, "invoke", "lease_sweeper", "-e", str(EVENTS / "lease_sweeper.json")
+    )
+    logged = [json.loads(line) for line in swept.stderr.splitlines() if line.startswith("{")]
+    assert any(entry.get("message") == "sweep done" for entry in logged), swept.stderr
+    assert set(answer_of(swept)) >= {"reopened", "relayed"}  # stdout: the response alone
+    unknown = dispatch(stack_home, "invoke", "no_such_function", stdin="{}")
+    assert unknown.returncode != 0 and "AcceptJobFunction (accept_job)" in unknown.stderr
+    broken = dispatch(stack_home, "invoke", "outbox_publisher", stdin='{"Records": "nope"}')
+    assert broken.returncode == 1
+    assert set(json.loads(broken.stdout)) == {"errorMessage", "errorType"}
+
+
+def test_env_json_points_every_function_at_the_running_stack(stack: str, stack_home: Path) -> None:
+    running = json.loads((stack_home / "stack.json").read_text())["services"]
+    found = json.loads(answer_of_text(dispatch(stack_home, "env-json")))
+    assert set(found) == set(FUNCTIONS)
+    for logical_id, environment in found.items():
+        assert set(template_environment(FUNCTIONS[logical_id])) <= set(environment)
+        assert environment["DATABASE_URL"] == running["DATABASE_URL"]
+        assert environment["AWS_ENDPOINT_URL"] == running["AWS_ENDPOINT_URL"]
+    aliased = json.loads(answer_of_text(dispatch(stack_home, "env-json", "--host-alias", "hd")))
+    assert "127.0.0.1" not in json.dumps(aliased) and "//hd:" in json.dumps(aliased)
+
+
+def answer_of_text(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_with_no_stack_running_invoke_starts_embedded_services(tmp_path: Path) -> None:
+    result = answer_of(
+        dispatch(tmp_path, "invoke", "HealthFunction", "-e", str(EVENTS / "health.json"))
+    )
+    assert (result["statusCode"], json.loads(result["body"])) == (200, {"status": "ok"})
