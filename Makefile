@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
+.PHONY: browser dev test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ dev: $(STAMP)
 	PORT=$(PORT) $(BIN)/dispatch dev --port $(PORT)
 
 ## Lint, type-check, template lint and security scan, and the whole test suite.
-test: $(STAMP) lint typecheck template-lint checkov
+test: $(STAMP) lint typecheck template-lint checkov browser
 	$(BIN)/pytest
 
 lint: $(STAMP)
@@ -35,6 +35,13 @@ typecheck: $(STAMP)
 template-lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(BIN)/sam validate --lint
+
+## Headless Chromium from Debian's packages for the browser tests (tests/browser), when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@chromium --version 2>/dev/null | head -1
 
 ## Security scan of the template (checkov), offline. It lives in an environment of its own
 ## inside .venv: it pins an old boto3 that the project's tools cannot share.

@@ -14,6 +14,7 @@ from dispatch.config import settings
 from dispatch.workers import locations
 from dispatch_local import REPO_ROOT
 from tests.contract import validate_stored_events
+from tests.stacks import short_lease_stack, stack, stack_database_url, stack_home  # noqa: F401
 from tests.support import Api
 
 TABLES = (

@@ -1,0 +1,50 @@
+"""The local stack (`dispatch dev`) in a subprocess, on a free port, for the tiers that drive
+it from outside (e2e over HTTP, the browser): one per test session, shared."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dispatch_local.stack import start_stack, stop_stack
+
+
+@pytest.fixture(scope="session")
+def stack_database_url(admin_url: str) -> Iterator[str]:
+    """The stacks get databases of their own: their schedulers (the sweeper, the relay) must
+    not touch what the in-process tests are looking at."""
+    from tests.conftest import create_database, drop_database
+
+    url = create_database(admin_url)
+    yield url
+    drop_database(admin_url, url)
+
+
+@pytest.fixture(scope="session")
+def stack_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the main stack keeps its embedded data, signing key and services record."""
+    return tmp_path_factory.mktemp("stack-home")
+
+
+@pytest.fixture(scope="session")
+def stack(stack_database_url: str, stack_home: Path) -> Iterator[str]:
+    url, process = start_stack(stack_database_url, stack_home)
+    yield url
+    stop_stack(process)
+
+
+@pytest.fixture(scope="session")
+def short_lease_stack(admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A stack whose leases last 3 s and whose sweeper passes every second."""
+    from tests.conftest import create_database, drop_database
+
+    database = create_database(admin_url)
+    url, process = start_stack(
+        database,
+        tmp_path_factory.mktemp("short-lease-home"),
+        DISPATCH_LEASE_SECONDS="3",
+        DISPATCH_SWEEP_INTERVAL_SECONDS="1",
+    )
+    yield url
+    stop_stack(process)
+    drop_database(admin_url, database)
