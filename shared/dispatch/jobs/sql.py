@@ -42,22 +42,18 @@ ACCEPT_JOB = with_event("""
     RETURNING *, dispatch_job(jobs) AS document
 """)
 
-# Only on the failure path, and cheap first: the job's own state names the usual causes
-# (taken, finished, stale version, not found) with a primary-key read.
-ACCEPT_FAILURE_JOB = """
-SELECT status, version, assignee_id,
-       status = 'assigned' AND lease_expires_at <= now() AS lease_expired
-  FROM jobs WHERE id = %(job_id)s
-"""
-
-# Only when the job is still claimable: what about the worker stood in the way.
-ACCEPT_FAILURE_WORKER = """
-SELECT (SELECT skills FROM jobs WHERE id = %(job_id)s)
-           <@ coalesce((SELECT skills FROM workers WHERE id = %(worker_id)s), '{}') AS has_skills,
+# Only on the failure path: one read of everything that can stand in the way of an accept
+# (the job's state, the worker's skills and live job), named by jobs.rules.accept_refusal.
+ACCEPT_FAILURE_FACTS = """
+SELECT j.status, j.version, j.assignee_id,
+       j.status = 'assigned' AND j.lease_expires_at <= now() AS lease_expired,
+       j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{}')
+           AS has_skills,
        EXISTS (SELECT 1 FROM jobs live
                 WHERE live.assignee_id = %(worker_id)s
                   AND live.status IN ('assigned', 'in_progress')
-                  AND live.id <> %(job_id)s) AS worker_busy
+                  AND live.id <> j.id) AS worker_busy
+  FROM jobs j WHERE j.id = %(job_id)s
 """
 
 JOB_BY_ID = "SELECT dispatch_job(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
@@ -95,11 +91,12 @@ TRANSITION_JOB = with_event("""
 
 # Only on the failure path of a transition or a photo attach: the job as the caller may know it.
 # `acted` tells whether the caller ever acted on the job (a past assignee may learn that it
-# moved on; a stranger only ever hears NOT_FOUND).
+# moved on; a stranger only ever hears NOT_FOUND); `photo_owner`, whose photo was sent.
 TRANSITION_FAILURE_FACTS = """
 SELECT j.status, j.version, j.assignee_id, j.business_id,
        j.before_photo_id, j.after_photo_id,
-       EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.actor = %(actor)s) AS acted
+       EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.actor = %(actor)s) AS acted,
+       (SELECT p.owner_id FROM photos p WHERE p.id = %(photo_id)s::uuid) AS photo_owner
   FROM jobs j WHERE j.id = %(job_id)s
 """
 
@@ -121,8 +118,6 @@ ATTACH_PHOTO = with_event("""
            (CASE WHEN %(slot)s = 'before' THEN after_photo_id ELSE before_photo_id END)
     RETURNING *, dispatch_job(jobs) AS document
 """)
-
-PHOTO_OWNER = "SELECT owner_id FROM photos WHERE id = %(photo_id)s"
 
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping
 # sweepers never wait for or double-process each other, reopened by a conditional UPDATE that

@@ -1,0 +1,74 @@
+"""Why a command changed nothing: pure functions over the facts one read returned.
+
+A command's conditional UPDATE matched no row; the failure path reads the facts once
+(`sql.*_FAILURE_FACTS`) and these functions name the cause a person can act on, in the
+contract's order. No database here: `make unit` tests every branch.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from dispatch.errors import Code
+from dispatch.jobs.lifecycle import Actor, Transition
+from dispatch.jobs.models import FINISHED_STATUSES, LIVE_STATUSES, JobStatus, Photo
+
+Facts = Mapping[str, Any]
+Details = list[dict[str, Any]]
+
+
+def accept_refusal(facts: Facts | None, worker_id: str, version: int | None) -> Code:
+    if facts is None:
+        return Code.NOT_FOUND
+    status = JobStatus(facts["status"])
+    if status in FINISHED_STATUSES:
+        return Code.JOB_UNAVAILABLE
+    if status in LIVE_STATUSES and not facts["lease_expired"]:
+        # Tapping again on the job you already hold is not "taken by another worker".
+        return Code.WORKER_BUSY if facts["assignee_id"] == worker_id else Code.JOB_TAKEN
+    if version is not None and facts["version"] != version:
+        return Code.VERSION_CONFLICT
+    if not facts["has_skills"]:
+        return Code.SKILLS_MISSING
+    if facts["worker_busy"]:
+        return Code.WORKER_BUSY
+    # Claimable again by now: someone else won and already gave it back. Still a lost race.
+    return Code.JOB_TAKEN
+
+
+def transition_refusal(facts: Facts | None, actor: str, version: int, move: Transition) -> Code:
+    if facts is None:
+        return Code.NOT_FOUND
+    holds = (
+        facts["assignee_id"] == actor
+        if move.actor is Actor.ASSIGNEE
+        else facts["business_id"] == actor
+    )
+    if not (holds or (move.actor is Actor.ASSIGNEE and facts["acted"])):
+        return Code.NOT_FOUND  # never tell a stranger that the job exists
+    if facts["version"] != version:
+        return Code.VERSION_CONFLICT  # a stale view, or a lease that ran out and moved on
+    if JobStatus(facts["status"]) not in move.sources:
+        return Code.ILLEGAL_TRANSITION
+    if not holds:
+        return Code.VERSION_CONFLICT
+    if move.needs is Photo.BEFORE and facts["before_photo_id"] is None:
+        return Code.BEFORE_PHOTO_REQUIRED
+    if move.needs is Photo.AFTER and facts["after_photo_id"] is None:
+        return Code.AFTER_PHOTO_REQUIRED
+    return Code.VERSION_CONFLICT  # it changed between our update and this read
+
+
+def attach_refusal(
+    facts: Facts | None, actor: str, photo_id: Any, slot: Photo, slot_status: JobStatus
+) -> tuple[Code, Details]:
+    if facts is None or facts["assignee_id"] != actor:
+        return Code.NOT_FOUND, []
+    if facts["status"] != slot_status:
+        return Code.PHOTO_SLOT_CLOSED, []
+    if facts["photo_owner"] != actor:
+        return Code.NOT_FOUND, []  # unknown, or someone else's photo
+    other = facts["after_photo_id" if slot is Photo.BEFORE else "before_photo_id"]
+    if other == photo_id:
+        problem = "is already the job's other photo; the before and after photos must differ"
+        return Code.VALIDATION_FAILED, [{"field": "photo_id", "problem": problem}]
+    return Code.VERSION_CONFLICT, []  # it changed between our update and this read
