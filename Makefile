@@ -5,13 +5,21 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
+.PHONY: browser dev lock test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -c constraints.txt
 	touch $(STAMP)
+
+## Re-pin constraints.txt (the lock) from a fresh install of pyproject.toml's dependencies.
+lock:
+	rm -rf $(VENV)/lock && $(PYTHON) -m venv $(VENV)/lock
+	$(VENV)/lock/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/lock/bin/python -m pip install --quiet -e '.[dev]'
+	{ sed -n '/^#/p' constraints.txt; $(VENV)/lock/bin/python -m pip freeze --exclude-editable; } > constraints.new
+	mv constraints.new constraints.txt && rm -rf $(VENV)/lock
 
 install: $(STAMP)
 

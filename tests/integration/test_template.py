@@ -2,7 +2,11 @@
 
 import re
 import tomllib
+from importlib.metadata import version
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from dispatch_local import REPO_ROOT
 from dispatch_local.template import handler_of, load_module, load_template, routes
@@ -63,12 +67,37 @@ def test_functions_live_where_the_layout_says() -> None:
 
 
 def test_layer_requirements_follow_the_project_dependencies() -> None:
-    """The Lambda layer installs what the package needs (boto3 comes with the runtime)."""
+    """The Lambda layer installs what the package needs (boto3 comes with the runtime), each
+    pinned to the version the tests ran with (constraints.txt, the lock)."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {d for d in project["dependencies"] if not d.startswith("boto3")}
+    wanted = {Requirement(d).name for d in project["dependencies"] if not d.startswith("boto3")}
     lines = (REPO_ROOT / "shared" / "requirements.txt").read_text().splitlines()
-    layer = {line.strip() for line in lines if line.strip() and not line.startswith("#")}
-    assert layer == wanted
+    layer = [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+    assert {r.name for r in layer} == wanted
+    locked = locked_versions()
+    for requirement in layer:
+        (pinned,) = requirement.specifier
+        assert pinned.operator == "==", requirement
+        assert pinned.version == locked[canonicalize_name(requirement.name)], requirement
+        project_range = next(
+            Requirement(d)
+            for d in project["dependencies"]
+            if Requirement(d).name == requirement.name
+        )
+        assert project_range.specifier.contains(pinned.version), (requirement, project_range)
+
+
+def locked_versions() -> dict[str, str]:
+    lines = (REPO_ROOT / "constraints.txt").read_text().splitlines()
+    pins = [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+    return {canonicalize_name(r.name): next(iter(r.specifier)).version for r in pins}
+
+
+def test_the_environment_is_the_locked_one() -> None:
+    """What the suite runs on is what a fresh install gets: pydantic's behaviour changed
+    under us once (an after-validator started running on model_construct)."""
+    for name in ("pydantic", "pydantic-core", "aws-lambda-powertools", "psycopg", "redis"):
+        assert version(name) == locked_versions()[canonicalize_name(name)], name
 
 
 def test_handlers_import_nothing_from_the_local_stack() -> None:
