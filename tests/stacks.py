@@ -27,14 +27,17 @@ def stack_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def stack(stack_database_url: str, stack_home: Path) -> Iterator[str]:
+def stack(stack_database_url: str, stack_home: Path, aws_stand_in: str) -> Iterator[str]:
+    """`dispatch dev` on the session's AWS stand-in (so tests can tap its bus)."""
     url, process = start_stack(stack_database_url, stack_home)
     yield url
     stop_stack(process)
 
 
 @pytest.fixture(scope="session")
-def short_lease_stack(admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def short_lease_stack(
+    admin_url: str, tmp_path_factory: pytest.TempPathFactory, aws_stand_in: str
+) -> Iterator[str]:
     """A stack whose leases last 3 s and whose sweeper passes every second."""
     from tests.conftest import create_database, drop_database
 

@@ -21,6 +21,7 @@ ACCEPT_ANSWERS = answers(
     *KEYED_WRITE,
     Code.NOT_FOUND,
     Code.SKILLS_MISSING,
+    Code.RATING_TOO_LOW,
     Code.JOB_TAKEN,
     Code.JOB_UNAVAILABLE,
     Code.VERSION_CONFLICT,

@@ -1,5 +1,6 @@
-"""A job's life after the claim: transitions (check-in, start, complete, release, cancel) and
-photo evidence (an upload slot, and attaching a photo to the before or after slot)."""
+"""A job's life after the claim: transitions (check-in, start, complete, release, cancel),
+photo evidence (an upload slot, and attaching a photo to the before or after slot), and the
+business's rating of the completed work."""
 
 from typing import Any
 from uuid import UUID
@@ -14,9 +15,11 @@ from dispatch.jobs import commands, photos
 from dispatch.jobs.models import (
     AttachPhoto,
     Job,
+    JobRating,
     Photo,
     PhotoRequest,
     PhotoUpload,
+    RateJob,
     TransitionRequest,
 )
 
@@ -63,6 +66,21 @@ def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[An
     worker = app.caller
     return app.idempotent(
         lambda conn: commands.attach_photo(conn, job_id, worker.id, slot, request.photo_id)
+    )
+
+
+@app.endpoint(
+    "POST",
+    "/jobs/<job_id>/rating",
+    roles={Role.BUSINESS},
+    responses=answers(
+        201, JobRating, *KEYED_WRITE, Code.NOT_FOUND, Code.ILLEGAL_TRANSITION, Code.ALREADY_RATED
+    ),
+)
+def rate(job_id: UUID, request: RateJob) -> Response[Any]:
+    business = app.caller
+    return app.idempotent(
+        lambda conn: commands.rate_job(conn, job_id, business.id, request.stars), status=201
     )
 
 

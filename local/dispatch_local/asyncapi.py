@@ -37,6 +37,8 @@ SUMMARIES = {
     "job.completed": "Work finished (an after photo is attached).",
     "job.cancelled": "The business cancelled the job.",
     "job.photo_attached": "The assignee attached a before or after photo.",
+    "job.expired": "The window ended before anyone held the job; it can no longer be taken.",
+    "job.rated": "The business rated the completed work (`data.rating`, 1 to 5 stars).",
     "offer.created": "A worker was offered the job in a wave of the round.",
     "job.unfilled": "Every wave of the round passed and nobody took the job.",
 }

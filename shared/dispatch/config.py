@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     offer_wave_interval_seconds: int = Field(
         60, ge=0, le=900, validation_alias="DISPATCH_OFFER_WAVE_INTERVAL_SECONDS"
     )
+    # When everyone offered in a wave has declined, send the next wave at once.
+    offer_next_wave_on_declines: bool = Field(
+        True, validation_alias="DISPATCH_OFFER_NEXT_WAVE_ON_DECLINES"
+    )
     # Nearest positions read per wave before the database filters (skills, busy, offered).
     offer_candidate_limit: int = Field(500, gt=0, validation_alias="DISPATCH_OFFER_CANDIDATE_LIMIT")
     photo_bucket: str = Field(min_length=1, validation_alias="PHOTO_BUCKET")

@@ -19,6 +19,8 @@ class Code(StrEnum):
     WORKER_BUSY = "WORKER_BUSY"
     PHOTO_SLOT_CLOSED = "PHOTO_SLOT_CLOSED"
     SKILLS_MISSING = "SKILLS_MISSING"
+    RATING_TOO_LOW = "RATING_TOO_LOW"
+    ALREADY_RATED = "ALREADY_RATED"
     BEFORE_PHOTO_REQUIRED = "BEFORE_PHOTO_REQUIRED"
     AFTER_PHOTO_REQUIRED = "AFTER_PHOTO_REQUIRED"
     REQUEST_IN_PROGRESS = "REQUEST_IN_PROGRESS"
@@ -44,7 +46,7 @@ CATALOGUE: dict[Code, Spec] = {
     Code.PAYLOAD_TOO_LARGE: Spec(413, "The request body is too large. Send a smaller request."),
     Code.JOB_TAKEN: Spec(409, "This job was taken by another worker. More jobs coming!"),
     Code.JOB_UNAVAILABLE: Spec(
-        409, "This job is no longer available: it was cancelled or already completed."
+        409, "This job is no longer available: it was cancelled, completed, or its time is over."
     ),
     Code.VERSION_CONFLICT: Spec(
         409, "This job changed since you last looked. Refresh it and try again."
@@ -55,6 +57,10 @@ CATALOGUE: dict[Code, Spec] = {
     ),
     Code.PHOTO_SLOT_CLOSED: Spec(409, "This photo slot is not open at this stage of the job."),
     Code.SKILLS_MISSING: Spec(403, "This job needs skills your profile does not list yet."),
+    Code.RATING_TOO_LOW: Spec(
+        403, "This job asks for a higher rating than yours. Other jobs are open to you."
+    ),
+    Code.ALREADY_RATED: Spec(409, "This job is already rated. A job is rated once."),
     Code.BEFORE_PHOTO_REQUIRED: Spec(409, "Add a 'before' photo before you start the job."),
     Code.AFTER_PHOTO_REQUIRED: Spec(409, "Add an 'after' photo before you complete the job."),
     Code.REQUEST_IN_PROGRESS: Spec(

@@ -9,6 +9,7 @@ values and the bus carries the very same, so the two can never disagree.
 import json
 import types
 from typing import Any, Self, Union, get_args, get_origin
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -24,6 +25,10 @@ class Resource(BaseModel):
 
     def document(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    def changed_job(self) -> UUID | None:
+        """The job whose events a successful write of this answer left to relay, if any."""
+        return None
 
     def to_json(self) -> str:
         return json.dumps(self.document(), separators=(",", ":"), ensure_ascii=False)

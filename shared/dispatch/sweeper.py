@@ -13,31 +13,45 @@ from dispatch import idempotency
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.jobs import commands
+from dispatch.jobs.models import Job
 
 
 @dataclass(frozen=True)
 class SweepReport:
     reopened: int
+    expired_jobs: int
     batches: int
     expired_keys: int
 
 
 def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> SweepReport:
-    """Reopen batch after batch until a batch comes back short or time runs out.
+    """Expire the jobs whose window ended and nobody holds, then reopen the expired leases,
+    batch after batch until a batch comes back short or time runs out.
 
     Between full batches the sweeper rests in proportion to the work it just did (it works
     `DISPATCH_SWEEP_DUTY` of the time), so that a large backlog never crowds out the accepts
     and check-ins that the market is making at the same moment.
     """
+    expired, expiring = _drain(conn, commands.expire_ended, keep_going)
+    reopened, reopening = _drain(conn, commands.reopen_expired, keep_going)
+    keys = idempotency.expire(conn, settings().idempotency_ttl_hours)
+    return SweepReport(reopened, expired, expiring + reopening, keys)
+
+
+def _drain(
+    conn: Connection,
+    batch_of: Callable[[Connection, int], list[Job]],
+    keep_going: Callable[[], bool],
+) -> tuple[int, int]:
+    """(jobs moved, batches run) of one kind of sweep."""
     batch_size, duty = settings().sweep_batch_size, settings().sweep_duty
-    reopened = batches = 0
+    moved = batches = 0
     while keep_going():
         began = time.monotonic()
-        batch = commands.reopen_expired(conn, batch_size)
+        batch = batch_of(conn, batch_size)
         batches += 1
-        reopened += len(batch)
+        moved += len(batch)
         if len(batch) < batch_size:
             break
         time.sleep((time.monotonic() - began) * (1 / duty - 1))
-    expired = idempotency.expire(conn, settings().idempotency_ttl_hours)
-    return SweepReport(reopened=reopened, batches=batches, expired_keys=expired)
+    return moved, batches

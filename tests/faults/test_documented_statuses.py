@@ -5,10 +5,12 @@
 a scenario that produces anything else. Together with the fuzzer (tests/e2e/test_fuzz.py: no
 status outside the document), the document is exactly what the API answers."""
 
+import re
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pytest
@@ -28,10 +30,11 @@ from tests.support import (
     make_job,
     make_worker,
     upload_photo,
+    walk_to,
     worker,
 )
 
-HOLDER, OTHER = worker(1), worker(2)
+HOLDER, OTHER, FINISHER = worker(1), worker(2), worker(3)
 
 
 def documented() -> list[tuple[str, int]]:
@@ -55,6 +58,11 @@ class World:
     redis: Proxy
     open_job: dict[str, Any]
     held_job: dict[str, Any]
+
+    @cached_property
+    def done_job(self) -> dict[str, Any]:
+        """A job completed by FINISHER, ready to be rated (walked only where needed)."""
+        return walk_to(self.api, "completed", holder=FINISHER)
 
 
 @pytest.fixture
@@ -100,6 +108,9 @@ def happy(w: World, route: str) -> Request:
         "POST /photos": (HOLDER, "/photos", {"content_type": "image/jpeg"}),
         "PUT /workers/me": (HOLDER, "/workers/me", {"skills": ["wash"]}),
         "PUT /workers/me/location": (HOLDER, "/workers/me/location", {"lat": 1.0, "lng": 2.0}),
+        "GET /workers/me/offers": (OTHER, "/workers/me/offers", None),
+        "POST /jobs/{job_id}/decline": (OTHER, f"/jobs/{open_id}/decline", {}),
+        "POST /jobs/{job_id}/rating": (BUSINESS, f"/jobs/{w.done_job['id']}/rating", {"stars": 5}),
     }[route]
 
 
@@ -137,6 +148,8 @@ INVALID_BODY = {
     "POST /photos": {"content_type": "text/plain"},
     "PUT /workers/me": {"skills": "wash"},
     "PUT /workers/me/location": {"lat": 95, "lng": 0},
+    "POST /jobs/{job_id}/decline": {"because": "too far"},
+    "POST /jobs/{job_id}/rating": {"stars": 6},
 }
 
 
@@ -160,8 +173,8 @@ def forbidden(w: World, route: str) -> Reply:
 
 def not_found(w: World, route: str) -> Reply:
     who, path, body = happy(w, route)
-    job_id = w.open_job["id"] if w.open_job["id"] in path else w.held_job["id"]
-    return send(w, route, (who, path.replace(job_id, str(uuid.uuid4())), body))
+    nowhere = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", str(uuid.uuid4()), path, count=1)
+    return send(w, route, (who, nowhere, body))
 
 
 CONFLICT: dict[str, Callable[[World], Reply]] = {
@@ -180,6 +193,9 @@ CONFLICT: dict[str, Callable[[World], Reply]] = {
         HOLDER,
         {"photo_id": upload_photo(w.api, HOLDER)},
     ),  # PHOTO_SLOT_CLOSED
+    "POST /jobs/{job_id}/rating": lambda w: w.api.call(
+        "POST", f"/jobs/{w.open_job['id']}/rating", BUSINESS, {"stars": 4}
+    ),  # ILLEGAL_TRANSITION: only completed work is rated
 }
 
 
@@ -234,6 +250,11 @@ DIFFERENT_BODY: dict[str, Callable[[World], Any]] = {
     "PUT /jobs/{job_id}/photos/{slot}": lambda w: {"photo_id": "{photo}"},
     "POST /photos": lambda w: {"content_type": "image/png"},
     "PUT /workers/me": lambda w: {"skills": ["iron"]},
+    "POST /jobs/{job_id}/rating": lambda w: {"stars": 4},
+}
+# Or another job, when the body has nothing to vary.
+OTHER_PATH: dict[str, Callable[[World], str]] = {
+    "POST /jobs/{job_id}/decline": lambda w: f"/jobs/{w.held_job['id']}/decline",
 }
 
 
@@ -241,7 +262,9 @@ def key_reused(w: World, route: str) -> Reply:
     request = happy(w, route)
     first = send(w, route, request, key="reused-key")
     assert first.status < 300, first.body
-    who, path, _ = request
+    who, path, body = request
+    if route in OTHER_PATH:
+        return send(w, route, (who, OTHER_PATH[route](w), body), key="reused-key")
     return send(w, route, (who, path, DIFFERENT_BODY[route](w)), key="reused-key")
 
 

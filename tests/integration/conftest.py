@@ -1,12 +1,18 @@
-"""Fixtures for the AWS side of delivery: the queues (moto) and a tap on the bus."""
+"""Fixtures for the AWS side of delivery (the queues on moto, a tap on the bus), a stand-in
+for the offer queue and the bus when only the waves are under test, and settings per test."""
 
 import json
 import os
+from collections.abc import Callable, Iterator, Sequence
 
 import boto3
 import pytest
+import redis
 
 from dispatch import db
+from dispatch.config import settings
+from dispatch.events import Event
+from dispatch.offers import waves as offer_waves
 from dispatch_local.embedded import outbox_dlq_name
 from tests.support import on_the_queue
 
@@ -36,3 +42,40 @@ def queues(conn: db.Connection, tap: str) -> dict[str, str]:
     for url in (outbox, dlq, offers, tap):
         on_the_queue(url)  # whatever earlier tests left there (PurgeQueue allows one a minute)
     return {"outbox": outbox, "dlq": dlq, "offers": offers, "tap": tap}
+
+
+class Waves:
+    """Stands in for the offer queue and the bus: what was scheduled, what was put."""
+
+    def __init__(self) -> None:
+        self.scheduled: list[tuple[offer_waves.WaveRequest, int]] = []
+        self.put: list[Event] = []
+
+    def schedule(self, request: offer_waves.WaveRequest, delay_seconds: int) -> None:
+        self.scheduled.append((request, delay_seconds))
+
+    def put_all(self, events: Sequence[Event]) -> None:
+        self.put.extend(events)
+
+    def run(self, conn: db.Connection, request: offer_waves.WaveRequest) -> offer_waves.WaveReport:
+        return offer_waves.run_wave(conn, request, self.schedule, self.put_all)
+
+    def offered(self) -> list[str]:
+        return [e.data["worker_id"] for e in self.put if e.type == "offer.created"]
+
+
+@pytest.fixture
+def waves(cache: redis.Redis) -> Waves:
+    return Waves()
+
+
+@pytest.fixture
+def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+    def configure(**environment: str) -> None:
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        settings.cache_clear()
+
+    yield configure
+    monkeypatch.undo()
+    settings.cache_clear()

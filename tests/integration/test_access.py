@@ -84,8 +84,8 @@ def test_created_job_matches_the_contract(api: Api) -> None:
     job = make_job(api, skills=["wash", "wax"])
     assert set(job) == {
         "id", "status", "version", "business_id", "assignee_id", "location", "skills",
-        "window", "lease_expires_at", "before_photo_id", "after_photo_id", "created_at",
-        "updated_at",
+        "window", "min_rating", "lease_expires_at", "before_photo_id", "after_photo_id",
+        "rating", "created_at", "updated_at",
     }  # fmt: skip
     assert job["status"] == "open"
     assert job["version"] == 1

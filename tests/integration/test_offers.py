@@ -3,7 +3,7 @@ guards): who is offered, how the waves widen, that a wave stops the moment the j
 that nobody is offered twice, and what an unreachable Redis does."""
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 from uuid import UUID
@@ -23,6 +23,7 @@ from dispatch.offers import waves as offer_waves
 from dispatch.workers import locations
 from dispatch.workers.models import WorkerPosition
 from dispatch_local.gateway import deliver_batch
+from tests.integration.conftest import Waves
 from tests.integration.test_accept_races import together
 from tests.support import (
     Api,
@@ -39,43 +40,6 @@ from tests.support import (
 HERE = (12.9716, 77.5946)
 WAVE_GAP_SECONDS = 1
 BUSINESS_ID = "business-1"
-
-
-class Waves:
-    """Stands in for the offer queue and the bus: what was scheduled, what was put."""
-
-    def __init__(self) -> None:
-        self.scheduled: list[tuple[offer_waves.WaveRequest, int]] = []
-        self.put: list[Event] = []
-
-    def schedule(self, request: offer_waves.WaveRequest, delay_seconds: int) -> None:
-        self.scheduled.append((request, delay_seconds))
-
-    def put_all(self, events: Sequence[Event]) -> None:
-        self.put.extend(events)
-
-    def run(self, conn: db.Connection, request: offer_waves.WaveRequest) -> offer_waves.WaveReport:
-        return offer_waves.run_wave(conn, request, self.schedule, self.put_all)
-
-    def offered(self) -> list[str]:
-        return [e.data["worker_id"] for e in self.put if e.type == "offer.created"]
-
-
-@pytest.fixture
-def waves(cache: redis.Redis) -> Waves:
-    return Waves()
-
-
-@pytest.fixture
-def configure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
-    def configure(**environment: str) -> None:
-        for name, value in environment.items():
-            monkeypatch.setenv(name, value)
-        settings.cache_clear()
-
-    yield configure
-    monkeypatch.undo()
-    settings.cache_clear()
 
 
 def open_job(conn: db.Connection, skills: list[str] | None = None) -> tuple[UUID, Event]:
@@ -108,12 +72,12 @@ def place(
     bearing: float = 0,
     skills: Sequence[str] = ("wash",),
     seen_seconds_ago: float = 0,
-    rating: float | None = None,
+    rated: tuple[int, int] = (0, 0),
 ) -> None:
     """A worker with a profile, standing `metres` from HERE, last seen a while ago."""
     conn.execute(
-        "INSERT INTO workers (id, skills, rating) VALUES (%s, %s, %s)",
-        (worker_id, list(skills), rating),
+        "INSERT INTO workers (id, skills, ratings, stars) VALUES (%s, %s, %s, %s)",
+        (worker_id, list(skills), *rated),
     )
     lat, lng = destination(*HERE, bearing, metres)
     locations.report(
@@ -218,10 +182,10 @@ def test_a_released_job_is_not_offered_back_to_who_gave_it_back(
 
 def test_nearest_first_and_rating_breaks_ties(conn: db.Connection, waves: Waves) -> None:
     place(conn, "closest", 50)
-    place(conn, "rated-low", 510, bearing=90, rating=3.0)
-    place(conn, "rated-high", 560, bearing=180, rating=4.9)  # same 100 m band as rated-low
+    place(conn, "rated-low", 510, bearing=90, rated=(10, 20))  # ten of 2 stars: 2.67
+    place(conn, "rated-high", 560, bearing=180, rated=(10, 50))  # same 100 m band: 4.67
     place(conn, "unrated", 520, bearing=270)
-    place(conn, "next-band", 620, bearing=45, rating=5.0)
+    place(conn, "next-band", 620, bearing=45, rated=(50, 250))
     _, created = open_job(conn)
     waves.run(conn, first_wave(created))
     assert waves.offered() == ["closest", "rated-high", "rated-low"]

@@ -139,13 +139,96 @@ def test_idempotency_key_is_unique_per_principal_only(conn: Connection) -> None:
     refused(conn, insert, {"principal": "alice"}, "idempotency_keys_pkey")
 
 
-def test_worker_rating_range(conn: Connection) -> None:
+@pytest.mark.parametrize(
+    ("ratings", "stars"),
+    [(-1, 0), (2, 1), (2, 11)],  # a negative count; stars outside 1-5 each
+)
+def test_a_workers_stars_add_up(conn: Connection, ratings: int, stars: int) -> None:
     refused(
         conn,
-        "INSERT INTO workers (id, rating) VALUES ('w-1', %(rating)s)",
-        {"rating": 5.5},
-        "workers_rating_range",
+        "INSERT INTO workers (id, ratings, stars) VALUES ('w-1', %(ratings)s, %(stars)s)",
+        {"ratings": ratings, "stars": stars},
+        "workers_ratings_counted",
     )
+
+
+def test_a_workers_rating_is_only_ever_the_damped_average(conn: Connection) -> None:
+    with pytest.raises(errors.GeneratedAlways):
+        conn.execute("INSERT INTO workers (id, rating) VALUES ('w-1', 5)")
+    conn.execute("INSERT INTO workers (id) VALUES ('w-2'), ('w-3')")
+    conn.execute("UPDATE workers SET ratings = 1, stars = 5 WHERE id = 'w-2'")
+    conn.execute("UPDATE workers SET ratings = 45, stars = 225 WHERE id = 'w-3'")
+    rows = conn.execute("SELECT id, rating::float FROM workers ORDER BY id").fetchall()
+    # As if each began with five ratings of 4 stars: one 5 barely moves it, 45 nearly all.
+    assert rows == [{"id": "w-2", "rating": 4.17}, {"id": "w-3", "rating": 4.9}]
+
+
+def complete(conn: Connection, job_id: Any) -> None:
+    """The job walked to completed in plain SQL, step by step, as the rules allow."""
+    photos = [
+        row["id"]
+        for row in conn.execute(
+            """INSERT INTO photos (owner_id, s3_key, content_type)
+               SELECT 'w-1', 'k-' || gen_random_uuid(), 'image/jpeg' FROM generate_series(1, 2)
+               RETURNING id"""
+        )
+    ]
+    for step in (
+        "status = 'assigned', assignee_id = 'w-1', lease_expires_at = now()",
+        "before_photo_id = %(before)s",
+        "status = 'in_progress', lease_expires_at = NULL",
+        "after_photo_id = %(after)s",
+        "status = 'completed'",
+    ):
+        conn.execute(
+            f"UPDATE jobs SET {step} WHERE id = %(id)s",
+            {"id": job_id, "before": photos[0], "after": photos[1]},
+        )
+
+
+@pytest.mark.parametrize(
+    ("completed", "assignment", "constraint"),
+    [
+        (True, "rating = 6", "jobs_rating_stars"),
+        (True, "rating = 0", "jobs_rating_stars"),
+        (False, "rating = 4", "jobs_rated_only_when_completed"),
+        (False, "min_rating = 5.5", "jobs_min_rating_range"),
+        (False, "min_rating = 0.5", "jobs_min_rating_range"),
+        (False, "status = 'expired'", "jobs_expired_only_after_the_window"),
+    ],
+)
+def test_ratings_and_expiry_are_guarded(
+    conn: Connection, job_id: Any, completed: bool, assignment: str, constraint: str
+) -> None:
+    if completed:
+        complete(conn, job_id)
+    refused(conn, f"UPDATE jobs SET {assignment} WHERE id = %(id)s", {"id": job_id}, constraint)
+
+
+def test_a_job_is_rated_once_and_expires_only_after_its_window(
+    conn: Connection, job_id: Any
+) -> None:
+    complete(conn, job_id)
+    conn.execute("UPDATE jobs SET rating = 4 WHERE id = %(id)s", {"id": job_id})
+    rate_again = "UPDATE jobs SET rating = 5 WHERE id = %(id)s"
+    refused(conn, rate_again, {"id": job_id}, "jobs_rated_once")
+    ended = conn.execute(
+        """INSERT INTO jobs (business_id, lat, lng, window_start, window_end)
+           VALUES ('b-1', 1, 1, now() - interval '2 hours', now() - interval '1 hour')
+           RETURNING id"""
+    ).fetchone()
+    assert ended is not None
+    conn.execute("UPDATE jobs SET status = 'expired' WHERE id = %(id)s", ended)
+
+
+def test_a_decline_is_recorded_once_for_a_real_job(conn: Connection, job_id: Any) -> None:
+    decline = "INSERT INTO job_declines (job_id, worker_id) VALUES (%(id)s, 'w-1')"
+    conn.execute(decline, {"id": job_id})
+    refused(conn, decline, {"id": job_id}, "job_declines_pkey")
+    with pytest.raises(errors.ForeignKeyViolation):
+        conn.execute(
+            "INSERT INTO job_declines (job_id, worker_id) VALUES (gen_random_uuid(), 'w-1')"
+        )
 
 
 def test_job_ids_are_uuid_version_7_in_creation_order(conn: Connection) -> None:

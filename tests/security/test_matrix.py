@@ -43,6 +43,9 @@ ROUTES: dict[str, tuple[str, str, Any]] = {
     "attach before": ("PUT", "/jobs/{job}/photos/before", {"photo_id": "{photo}"}),
     "profile": ("PUT", "/workers/me", {"skills": ["wash"]}),
     "location": ("PUT", "/workers/me/location", {"lat": 12.97, "lng": 77.59}),
+    "offers": ("GET", "/workers/me/offers", None),
+    "decline": ("POST", "/jobs/{job}/decline", {}),
+    "rating": ("POST", "/jobs/{job}/rating", {"stars": 5}),
     "health": ("GET", "/health", None),
 }
 
@@ -62,6 +65,9 @@ EXPECTED: dict[str, tuple[Any, Any, Any, Any, Any]] = {
     "attach before": (F,          F,              200,                    N,                 F),
     "profile":       (F,          F,              200,                    200,               F),
     "location":      (F,          F,              204,                    204,               F),
+    "offers":        (F,          F,              200,                    200,               F),
+    "decline":       (F,          F,              200,                    200,               F),
+    "rating":        ("ILLEGAL_TRANSITION", N,    F,                      F,                 F),
     "health":        (200,        200,            200,                    200,               200),
 }  # fmt: skip
 

@@ -67,9 +67,11 @@ def test_a_stored_job_whose_window_ended_reads_without_input_rules() -> None:
         "location": {"lat": 12.9716, "lng": 77.5946},
         "skills": ["wash"],
         "window": {"start": "2020-01-01T09:00:00Z", "end": "2020-01-01T11:00:00Z"},
+        "min_rating": 4.5,
         "lease_expires_at": None,
         "before_photo_id": "01930000-0000-7000-8000-000000000002",
         "after_photo_id": "01930000-0000-7000-8000-000000000003",
+        "rating": 5,
         "created_at": "2020-01-01T08:00:00.123456Z",
         "updated_at": "2020-01-01T10:00:00Z",
     }

@@ -7,14 +7,21 @@ import pytest
 from dispatch.errors import Code
 from dispatch.jobs.lifecycle import MACHINE
 from dispatch.jobs.models import JobStatus, Photo, TransitionEvent
-from dispatch.jobs.rules import accept_refusal, attach_refusal, transition_refusal
+from dispatch.jobs.rules import (
+    accept_refusal,
+    attach_refusal,
+    rating_refusal,
+    transition_refusal,
+)
 
 OPEN = {
     "status": "open",
     "version": 3,
     "assignee_id": None,
     "lease_expired": False,
+    "window_ended": False,
     "has_skills": True,
+    "rated_enough": True,
     "worker_busy": False,
 }
 
@@ -37,6 +44,13 @@ def job(**changes: Any) -> dict[str, Any]:
         (job(has_skills=False), 3, Code.SKILLS_MISSING),
         (job(has_skills=False, worker_busy=True), None, Code.SKILLS_MISSING),
         (job(worker_busy=True), None, Code.WORKER_BUSY),
+        (job(status="expired"), None, Code.JOB_UNAVAILABLE),
+        (job(window_ended=True), None, Code.JOB_UNAVAILABLE),  # before the sweeper expired it
+        (job(window_ended=True, has_skills=False), None, Code.JOB_UNAVAILABLE),
+        (job(status="assigned", assignee_id="w-2", window_ended=True), None, Code.JOB_TAKEN),
+        (job(rated_enough=False), None, Code.RATING_TOO_LOW),
+        (job(rated_enough=False, has_skills=False), None, Code.SKILLS_MISSING),
+        (job(rated_enough=False, worker_busy=True), None, Code.RATING_TOO_LOW),
         (job(), None, Code.JOB_TAKEN),  # claimable again: someone won and gave it back
     ],
 )
@@ -53,6 +67,7 @@ HELD = {
     "after_photo_id": None,
     "acted": True,
     "photo_owner": "me",
+    "rating": None,
 }
 
 
@@ -100,3 +115,17 @@ def test_attach_refusals(facts: dict[str, Any] | None, slot: Photo, code: Code) 
     refused, details = attach_refusal(facts, "me", "p-1", slot, slot_status)
     assert refused is code
     assert bool(details) == (code is Code.VALIDATION_FAILED)
+
+
+@pytest.mark.parametrize(
+    ("facts", "code"),
+    [
+        (None, Code.NOT_FOUND),
+        (held(business_id="other-biz", status="completed"), Code.NOT_FOUND),
+        (held(status="in_progress"), Code.ILLEGAL_TRANSITION),
+        (held(status="completed", rating=4), Code.ALREADY_RATED),
+        (held(status="cancelled", rating=None), Code.ILLEGAL_TRANSITION),
+    ],
+)
+def test_rating_refusals(facts: dict[str, Any] | None, code: Code) -> None:
+    assert rating_refusal(facts, "biz") is code

@@ -24,7 +24,6 @@ from dispatch import db, idempotency
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
 from dispatch.errors import Code, DispatchError, error_body
-from dispatch.jobs.models import Job
 from dispatch.models import Resource
 from dispatch.observability import logger, metrics
 from dispatch.outbox import relay
@@ -133,9 +132,14 @@ class DispatchResolver(APIGatewayHttpResolver):
 
     # -- running a state change -----------------------------------------------------------
     def idempotent(
-        self, command: Callable[[db.Connection], Resource], status: int = 200
+        self,
+        command: Callable[[db.Connection], Resource],
+        status: int = 200,
+        then: Callable[[Resource], None] | None = None,
     ) -> Response[Any]:
-        """Run `command` under the caller's Idempotency-Key; answer with it or its replay."""
+        """Run `command` under the caller's Idempotency-Key; answer with it or its replay.
+        After a fresh success commits, the changed job's events are relayed and `then` runs
+        (best effort: neither can fail the request that already committed)."""
         request = self._keyed_request()
         produced: list[Resource] = []
 
@@ -144,8 +148,11 @@ class DispatchResolver(APIGatewayHttpResolver):
             return result
 
         answer = db.run(lambda conn: idempotency.execute(conn, request, run, status))
-        if answer.status < 300 and not answer.replayed and isinstance(produced[-1], Job):
-            relay.after_commit(db.connection(), produced[-1].id)  # the change's events, now
+        if answer.status < 300 and not answer.replayed:
+            if (job_id := produced[-1].changed_job()) is not None:
+                relay.after_commit(db.connection(), job_id)  # the change's events, now
+            if then is not None:
+                then(produced[-1])
         headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
         return Response(answer.status, JSON, answer.body, headers=headers)
 

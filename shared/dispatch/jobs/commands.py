@@ -1,6 +1,6 @@
 """Commands that change jobs. Each is one conditional statement plus its event."""
 
-from typing import Any
+from typing import Any, LiteralString
 from uuid import UUID
 
 from psycopg import errors
@@ -15,6 +15,7 @@ from dispatch.jobs.models import (
     CreateJob,
     Job,
     JobEventType,
+    JobRating,
     Photo,
     TransitionEvent,
 )
@@ -30,6 +31,7 @@ def create_job(conn: Connection, business_id: str, spec: CreateJob) -> Job:
             "skills": spec.skills,
             "window_start": spec.window.start,
             "window_end": spec.window.end,
+            "min_rating": spec.min_rating,
             "event_type": JobEventType.CREATED,
             "actor": business_id,
             **geo.cells_of(spec.location.lat, spec.location.lng),
@@ -106,14 +108,41 @@ def attach_photo(
     return Job.from_document(row["document"])
 
 
+def rate_job(conn: Connection, job_id: UUID, business_id: str, stars: int) -> JobRating:
+    params: dict[str, Any] = {
+        "job_id": job_id,
+        "actor": business_id,
+        "stars": stars,
+        "photo_id": None,
+        "event_type": JobEventType.RATED,
+    }
+    # Two ratings at once: the second waits for the first's row lock, then its WHERE sees the
+    # rating and matches nothing (jobs_rated_once guards every other writer).
+    row = conn.execute(sql.RATE_JOB, params).fetchone()
+    if row is None:
+        facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
+        raise DispatchError(rules.rating_refusal(facts, business_id))
+    return JobRating(job_id=job_id, worker_id=row["assignee_id"], stars=stars)
+
+
 SWEEPER = "system:lease-sweeper"
 
 
 def reopen_expired(conn: Connection, batch_size: int) -> list[Job]:
     """Reopen one batch of expired assignments, each with its `job.reopened` event."""
+    return _sweep(conn, sql.REOPEN_EXPIRED, JobEventType.REOPENED, batch_size)
+
+
+def expire_ended(conn: Connection, batch_size: int) -> list[Job]:
+    """Expire one batch of jobs whose window ended and that nobody holds (`job.expired`)."""
+    return _sweep(conn, sql.EXPIRE_ENDED, JobEventType.EXPIRED, batch_size)
+
+
+def _sweep(
+    conn: Connection, statement: LiteralString, event_type: JobEventType, batch_size: int
+) -> list[Job]:
     with conn.transaction():
         rows = conn.execute(
-            sql.REOPEN_EXPIRED,
-            {"batch_size": batch_size, "event_type": JobEventType.REOPENED, "actor": SWEEPER},
+            statement, {"batch_size": batch_size, "event_type": event_type, "actor": SWEEPER}
         ).fetchall()
     return [Job.from_document(row["document"]) for row in rows]

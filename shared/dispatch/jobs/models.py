@@ -22,10 +22,11 @@ class JobStatus(StrEnum):
     IN_PROGRESS = "in_progress"
     COMPLETED = "completed"
     CANCELLED = "cancelled"
+    EXPIRED = "expired"  # the window ended before anyone held it
 
 
 LIVE_STATUSES = frozenset({JobStatus.ASSIGNED, JobStatus.IN_PROGRESS})
-FINISHED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.CANCELLED})
+FINISHED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.CANCELLED, JobStatus.EXPIRED})
 
 
 class JobEventType(StrEnum):
@@ -40,6 +41,8 @@ class JobEventType(StrEnum):
     COMPLETED = "job.completed"
     CANCELLED = "job.cancelled"
     PHOTO_ATTACHED = "job.photo_attached"
+    EXPIRED = "job.expired"
+    RATED = "job.rated"
 
 
 class TransitionEvent(StrEnum):
@@ -86,10 +89,24 @@ class Window(Strict):
         return self
 
 
+def _two_decimals(value: float) -> float:
+    if round(value, 2) != value:
+        raise ValueError("at most two decimals")
+    return value
+
+
+MinRating = Annotated[float, Field(ge=1, le=5, strict=True), AfterValidator(_two_decimals)]
+
+
 class CreateJob(Strict):
     location: Location
     skills: Skills
     window: Window
+    min_rating: MinRating | None = None
+
+
+class RateJob(Strict):
+    stars: int = Field(ge=1, le=5, strict=True)
 
 
 class AcceptJob(Strict):
@@ -133,26 +150,28 @@ class Job(Document):
     location: JobLocation
     skills: list[str]
     window: JobWindow
+    min_rating: float | None
     lease_expires_at: datetime | None
     before_photo_id: UUID | None
     after_photo_id: UUID | None
+    rating: int | None  # the stars the business gave the work, once completed
     created_at: datetime
     updated_at: datetime
 
+    def changed_job(self) -> UUID:
+        return self.id
+
 
 class JobSummary(Document):
-    """What an offered worker needs to decide (they may not read the job until they hold it)."""
+    """What an offered worker needs to decide (they may not read the job until they hold it):
+    the Job's own values, fewer fields (`dispatch_job_summary`)."""
 
     id: UUID
     version: int
     location: JobLocation
     skills: list[str]
     window: JobWindow
-
-    @classmethod
-    def of(cls, job: dict[str, Any]) -> "JobSummary":
-        """The summary of a job document: the same values, fewer fields."""
-        return cls.from_document({name: job[name] for name in cls.model_fields})
+    min_rating: float | None
 
 
 class NearbyJob(Job):
@@ -164,6 +183,15 @@ class NearbyJobs(Resource):
 
     def document(self) -> dict[str, Any]:
         return {"jobs": [job.document() for job in self.jobs]}
+
+
+class JobRating(Resource):
+    job_id: UUID
+    worker_id: str
+    stars: int
+
+    def changed_job(self) -> UUID:
+        return self.job_id
 
 
 class PhotoUpload(Resource):

@@ -25,10 +25,14 @@ def accept_refusal(facts: Facts | None, worker_id: str, version: int | None) -> 
     if status in LIVE_STATUSES and not facts["lease_expired"]:
         # Tapping again on the job you already hold is not "taken by another worker".
         return Code.WORKER_BUSY if facts["assignee_id"] == worker_id else Code.JOB_TAKEN
+    if facts["window_ended"]:
+        return Code.JOB_UNAVAILABLE  # nobody may take it any more, whatever the sweeper did
     if version is not None and facts["version"] != version:
         return Code.VERSION_CONFLICT
     if not facts["has_skills"]:
         return Code.SKILLS_MISSING
+    if not facts["rated_enough"]:
+        return Code.RATING_TOO_LOW
     if facts["worker_busy"]:
         return Code.WORKER_BUSY
     # Claimable again by now: someone else won and already gave it back. Still a lost race.
@@ -72,3 +76,13 @@ def attach_refusal(
         problem = "is already the job's other photo; the before and after photos must differ"
         return Code.VALIDATION_FAILED, [{"field": "photo_id", "problem": problem}]
     return Code.VERSION_CONFLICT, []  # it changed between our update and this read
+
+
+def rating_refusal(facts: Facts | None, business_id: str) -> Code:
+    if facts is None or facts["business_id"] != business_id:
+        return Code.NOT_FOUND
+    if facts["rating"] is not None:
+        return Code.ALREADY_RATED
+    if JobStatus(facts["status"]) is not JobStatus.COMPLETED:
+        return Code.ILLEGAL_TRANSITION  # only completed work is rated
+    return Code.ALREADY_RATED  # rated between our update and this read

@@ -11,17 +11,18 @@ from dispatch.outbox.sql import with_event
 
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
-    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end,
+    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating,
                       cell_r7, cell_r8, cell_r9)
     VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
-            %(cell_r7)s, %(cell_r8)s, %(cell_r9)s)
+            %(min_rating)s, %(cell_r7)s, %(cell_r8)s, %(cell_r9)s)
     RETURNING *, dispatch_job(jobs) AS document
 """)
 
 # Accept: everything that makes the job claimable is in the WHERE clause.
 # - open, or assigned with a lease that already ran out (correctness never waits for the sweeper)
+# - its window has not ended (nor does correctness wait for the sweeper to expire it)
 # - still at the version the worker saw, when the worker sent one (fencing token)
-# - the worker has every skill of the job
+# - the worker has every skill of the job, and the rating the job asks for (none: below any)
 # - the worker holds no other live job (under a race, jobs_one_live_job_per_worker decides)
 ACCEPT_JOB = with_event("""
     UPDATE jobs
@@ -33,8 +34,11 @@ ACCEPT_JOB = with_event("""
            updated_at = now()
      WHERE id = %(job_id)s
        AND (status = 'open' OR (status = 'assigned' AND lease_expires_at <= now()))
+       AND window_end > now()
        AND (%(version)s::integer IS NULL OR version = %(version)s::integer)
        AND skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{}')
+       AND (min_rating IS NULL
+            OR min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s))
        AND NOT EXISTS (SELECT 1 FROM jobs live
                         WHERE live.assignee_id = %(worker_id)s
                           AND live.status IN ('assigned', 'in_progress')
@@ -47,8 +51,12 @@ ACCEPT_JOB = with_event("""
 ACCEPT_FAILURE_FACTS = """
 SELECT j.status, j.version, j.assignee_id,
        j.status = 'assigned' AND j.lease_expires_at <= now() AS lease_expired,
+       j.window_end <= now() AS window_ended,
        j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{}')
            AS has_skills,
+       j.min_rating IS NULL
+           OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s)
+           AS rated_enough,
        EXISTS (SELECT 1 FROM jobs live
                 WHERE live.assignee_id = %(worker_id)s
                   AND live.status IN ('assigned', 'in_progress')
@@ -94,7 +102,7 @@ TRANSITION_JOB = with_event("""
 # moved on; a stranger only ever hears NOT_FOUND); `photo_owner`, whose photo was sent.
 TRANSITION_FAILURE_FACTS = """
 SELECT j.status, j.version, j.assignee_id, j.business_id,
-       j.before_photo_id, j.after_photo_id,
+       j.before_photo_id, j.after_photo_id, j.rating,
        EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.actor = %(actor)s) AS acted,
        (SELECT p.owner_id FROM photos p WHERE p.id = %(photo_id)s::uuid) AS photo_owner
   FROM jobs j WHERE j.id = %(job_id)s
@@ -119,9 +127,34 @@ ATTACH_PHOTO = with_event("""
     RETURNING *, dispatch_job(jobs) AS document
 """)
 
+# Rate the work: the owning business, once the job is completed, once (jobs_rated_once). The
+# worker's count and sum of stars move in the same statement (their rating is generated).
+RATE_JOB = with_event(
+    """
+    UPDATE jobs
+       SET rating = %(stars)s,
+           version = version + 1,
+           updated_at = now()
+     WHERE id = %(job_id)s
+       AND business_id = %(actor)s
+       AND status = 'completed'
+       AND rating IS NULL
+    RETURNING *, dispatch_job(jobs) AS document
+""",
+    also=""",
+rated AS (
+    INSERT INTO workers (id, ratings, stars)
+    SELECT assignee_id, 1, %(stars)s FROM changed
+    ON CONFLICT (id) DO UPDATE
+       SET ratings = workers.ratings + 1, stars = workers.stars + excluded.stars,
+           updated_at = now()
+)""",
+)
+
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping
 # sweepers never wait for or double-process each other, reopened by a conditional UPDATE that
 # checks the lease again (never read-then-write: the WHERE decides, as River's rescuer learned).
+# Only while the window lasts: a job nobody may take any more expires instead (below).
 REOPEN_EXPIRED = with_event("""
     UPDATE jobs j
        SET status = 'open',
@@ -132,13 +165,38 @@ REOPEN_EXPIRED = with_event("""
            updated_at = now()
       FROM (SELECT id
               FROM jobs
-             WHERE status = 'assigned' AND lease_expires_at <= now()
+             WHERE status = 'assigned' AND lease_expires_at <= now() AND window_end > now()
              ORDER BY lease_expires_at
              LIMIT %(batch_size)s
                FOR UPDATE SKIP LOCKED) expired
      WHERE j.id = expired.id
        AND j.status = 'assigned'
        AND j.lease_expires_at <= now()
+       AND j.window_end > now()
+    RETURNING j.*, dispatch_job(j) AS document
+""")
+
+# Windows that ended: an open job, or an assigned one whose lease ran out, can no longer be
+# taken; the sweeper makes that visible as `expired` (jobs_expired_only_after_the_window),
+# with its job.expired event for the business. A holder whose lease still runs keeps the job.
+EXPIRE_ENDED = with_event("""
+    UPDATE jobs j
+       SET status = 'expired',
+           assignee_id = NULL,
+           before_photo_id = NULL,
+           lease_expires_at = NULL,
+           version = j.version + 1,
+           updated_at = now()
+      FROM (SELECT id
+              FROM jobs
+             WHERE (status = 'open' OR (status = 'assigned' AND lease_expires_at <= now()))
+               AND window_end <= now()
+             ORDER BY window_end
+             LIMIT %(batch_size)s
+               FOR UPDATE SKIP LOCKED) ended
+     WHERE j.id = ended.id
+       AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
+       AND j.window_end <= now()
     RETURNING j.*, dispatch_job(j) AS document
 """)
 
@@ -152,7 +210,10 @@ SELECT dispatch_job(job) AS document, distance_m FROM (
       FROM jobs j
      WHERE j.status = 'open'
        AND j.{cell} = ANY(%(cells)s::bigint[])
+       AND j.window_end > now()
        AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{{}}')
+       AND (j.min_rating IS NULL
+            OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s))
 ) near
 WHERE distance_m <= %(radius_m)s
 ORDER BY distance_m

@@ -1,12 +1,15 @@
 """The offer rounds' vocabulary: the wave message on the offer queue, and what offer events
 carry."""
 
+from datetime import datetime
 from enum import StrEnum
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel
 
 from dispatch.jobs.models import JobSummary
+from dispatch.models import Document, Resource, Strict
 
 
 class OfferEventType(StrEnum):
@@ -42,3 +45,28 @@ class JobUnfilledData(BaseModel):
 
     waves: int
     offered: int
+
+
+class Offer(Document):
+    """An offer the caller holds, as `offer.created` carried it (`OFFERS_OF_WORKER`)."""
+
+    job: JobSummary
+    distance_m: float
+    wave: int
+    offered_at: datetime
+
+
+class Offers(Resource):
+    offers: list[Offer]
+
+    def document(self) -> dict[str, Any]:
+        return {"offers": [offer.document() for offer in self.offers]}
+
+
+class DeclineJob(Strict):
+    """The body of a decline: nothing (an empty body means {}); anything else is refused."""
+
+
+class Declined(Resource):
+    job_id: UUID
+    declined: Literal[True] = True

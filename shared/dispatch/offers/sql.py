@@ -6,6 +6,7 @@ from typing import LiteralString
 OPEN_JOB: LiteralString = """
 SELECT dispatch_job(j) AS document FROM jobs j
  WHERE j.id = %(job_id)s AND j.status = 'open' AND j.version = %(version)s
+   AND j.window_end > now()
 """
 # The same, holding the row (FOR SHARE) until commit: an accept that commits first leaves
 # nothing to lock; one that comes later waits for the offers to commit
@@ -22,8 +23,9 @@ RETURNING wave
 
 # The candidates (nearest first, from Redis) filtered and ranked by Postgres; each chosen
 # worker gets one job_offers row (job_offers_once_per_worker) and one offer.created event.
-# Not offered again in the new round: whoever held the job just before it opened (the worker
-# whose lease ran out, or who released it), read from the job's previous event.
+# Qualified: every skill, the rating the job asks for (none: below any), no live job, never
+# offered or declined this job. Not offered again in the new round: whoever held the job just
+# before it opened (whose lease ran out, or who released it), read from the previous event.
 MAKE_OFFERS: LiteralString = """
 WITH candidate AS (
     SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[])
@@ -33,6 +35,7 @@ WITH candidate AS (
       FROM candidate c
       LEFT JOIN workers w ON w.id = c.worker_id
      WHERE coalesce(w.skills, '{}') @> %(skills)s::text[]
+       AND (%(min_rating)s::numeric IS NULL OR w.rating >= %(min_rating)s::numeric)
        AND c.worker_id IS DISTINCT FROM
            (SELECT e.data ->> 'assignee_id' FROM job_events e
              WHERE e.job_id = %(job_id)s AND e.version = %(version)s - 1)
@@ -41,6 +44,8 @@ WITH candidate AS (
                           AND live.status IN ('assigned', 'in_progress'))
        AND NOT EXISTS (SELECT 1 FROM job_offers o
                         WHERE o.job_id = %(job_id)s AND o.worker_id = c.worker_id)
+       AND NOT EXISTS (SELECT 1 FROM job_declines d
+                        WHERE d.job_id = %(job_id)s AND d.worker_id = c.worker_id)
      ORDER BY floor(c.distance_m / %(tie_band_m)s), w.rating DESC NULLS LAST, c.distance_m
      LIMIT %(size)s
 ), offered AS (
@@ -51,7 +56,9 @@ WITH candidate AS (
 INSERT INTO offer_events (job_id, type, version, occurred_at, data)
 SELECT %(job_id)s, 'offer.created', %(version)s, created_at,
        jsonb_build_object('worker_id', worker_id, 'distance_m', round(distance_m::numeric, 1),
-                          'wave', %(wave)s, 'radius_m', %(radius_m)s, 'job', %(job)s::jsonb)
+                          'wave', %(wave)s, 'radius_m', %(radius_m)s,
+                          'job', (SELECT dispatch_job_summary(j) FROM jobs j
+                                   WHERE j.id = %(job_id)s))
   FROM offered
 RETURNING id
 """
@@ -74,4 +81,49 @@ SELECT dispatch_event(e) AS document FROM offer_events e
 """
 MARK_PUBLISHED: LiteralString = """
 UPDATE offer_events SET published_at = now() WHERE id = ANY(%(ids)s)
+"""
+
+# -- a worker's side ---------------------------------------------------------------------------
+
+# The caller's offers whose job is still open in that round (and still takeable: its window
+# has not ended, the worker did not decline it), newest first, as offer.created carried them.
+OFFERS_OF_WORKER: LiteralString = """
+SELECT jsonb_build_object('job', dispatch_job_summary(j),
+                          'distance_m', round(o.distance_m::numeric, 1),
+                          'wave', o.wave,
+                          'offered_at', dispatch_time(o.created_at)) AS document
+  FROM job_offers o
+  JOIN jobs j ON j.id = o.job_id
+ WHERE o.worker_id = %(worker_id)s
+   AND j.status = 'open' AND j.version = o.job_version AND j.window_end > now()
+   AND NOT EXISTS (SELECT 1 FROM job_declines d
+                    WHERE d.job_id = o.job_id AND d.worker_id = o.worker_id)
+ ORDER BY o.created_at DESC
+ LIMIT %(limit)s
+"""
+
+# "No" to a job, whether it was offered or only seen nearby: never offered to them again.
+DECLINE: LiteralString = """
+WITH job AS (SELECT id FROM jobs WHERE id = %(job_id)s),
+declined AS (
+    INSERT INTO job_declines (job_id, worker_id) SELECT id, %(worker_id)s FROM job
+    ON CONFLICT DO NOTHING
+)
+SELECT EXISTS (SELECT 1 FROM job) AS found
+"""
+
+# The round's latest wave, when every worker offered in it has declined: the next wave need
+# not wait out the interval.
+WAVE_ALL_DECLINED: LiteralString = """
+SELECT j.version, w.wave
+  FROM jobs j
+  JOIN LATERAL (SELECT max(ow.wave) AS wave FROM offer_waves ow
+                 WHERE ow.job_id = j.id AND ow.job_version = j.version) w ON true
+ WHERE j.id = %(job_id)s AND j.status = 'open' AND j.window_end > now()
+   AND EXISTS (SELECT 1 FROM job_offers o
+                WHERE o.job_id = j.id AND o.job_version = j.version AND o.wave = w.wave)
+   AND NOT EXISTS (SELECT 1 FROM job_offers o
+                    WHERE o.job_id = j.id AND o.job_version = j.version AND o.wave = w.wave
+                      AND NOT EXISTS (SELECT 1 FROM job_declines d
+                                       WHERE d.job_id = o.job_id AND d.worker_id = o.worker_id))
 """

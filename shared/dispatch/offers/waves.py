@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from psycopg.types.json import Jsonb
-
-from dispatch import aws
+from dispatch import aws, db
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.events import Event
-from dispatch.jobs.models import JobEventType, JobSummary
+from dispatch.jobs.models import JobEventType
 from dispatch.observability import count, logger
+from dispatch.offers import inbox
 from dispatch.offers.models import WaveRequest
 from dispatch.offers.sql import (
     LOCK_OPEN_JOB,
@@ -73,6 +72,23 @@ def start_round(event: Event) -> None:
         sqs_schedule(request, 0)
 
 
+def send_now_if_all_declined(job_id: UUID) -> None:
+    """After a decline commits: the next wave at once when everyone offered in the round's
+    latest wave has declined. Best effort, like every after-commit step: the delayed wave
+    message is still on its way, and a wave runs once whichever message comes first."""
+    if not settings().offer_queue_url:
+        return
+    try:
+        request = db.run(lambda conn: inbox.next_wave_if_all_declined(conn, job_id))
+        if request is not None:
+            sqs_schedule(request, 0)
+            logger.info(
+                "next wave now: every offer declined", extra=request.model_dump(mode="json")
+            )
+    except Exception:
+        logger.warning("could not hurry the next wave; it goes out on schedule", exc_info=True)
+
+
 def sqs_schedule(request: WaveRequest, delay_seconds: int) -> None:
     aws.client("sqs").send_message(
         QueueUrl=settings().offer_queue_url,
@@ -112,8 +128,8 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
                         "worker_ids": [worker_id for worker_id, _ in near],
                         "distances": [distance for _, distance in near],
                         "skills": job["document"]["skills"],
+                        "min_rating": job["document"]["min_rating"],
                         "tie_band_m": TIE_BAND_M,
-                        "job": Jsonb(JobSummary.of(job["document"]).document()),
                     },
                 ).fetchall()
             )

@@ -10,13 +10,15 @@ version) makes a second event for the same change impossible.
 from typing import LiteralString
 
 
-def with_event(change: LiteralString) -> LiteralString:
+def with_event(change: LiteralString, also: LiteralString = "") -> LiteralString:
+    """`change` with its event; `also`, further data-modifying CTEs over `changed` that must
+    commit with it (a rating updates the worker's)."""
     return f"""
 WITH changed AS ({change}),
 event AS (
     INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
     SELECT id, %(event_type)s, version, %(actor)s, updated_at, document FROM changed
-)
+){also}
 SELECT * FROM changed
 """
 
