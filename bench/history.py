@@ -33,6 +33,7 @@ EVENT_OF_ROUTE = {
     "create": "job.created",
     "accept": "job.assigned",
     "attach": "job.photo_attached",
+    "rate": "job.rated",
 }
 EVENT_OF_TRANSITION = {
     "check_in": "job.checked_in",
@@ -41,13 +42,13 @@ EVENT_OF_TRANSITION = {
     "complete": "job.completed",
     "cancel": "job.cancelled",
 }
-LIVE_UNTIL = {"job.released", "job.reopened", "job.completed", "job.cancelled"}
+LIVE_UNTIL = {"job.released", "job.reopened", "job.completed", "job.cancelled", "job.expired"}
 
 
 @dataclass
 class Op:
     client: str
-    route: str  # create, accept, transition, attach, read, nearby, profile, location, photo
+    route: str  # create, accept, transition, attach, rate, read, nearby, offers, decline, ...
     method: str
     path: str
     key: str | None
