@@ -4,31 +4,20 @@ import json
 import math
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import boto3
 
 from dispatch_local import tokens
-from dispatch_local.events import LambdaContext, http_api_event
+from dispatch_local.events import LambdaContext
 from dispatch_local.gateway import deliver_batch
-from dispatch_local.template import find, handler_of, queue_consumers, routes
+from dispatch_local.invoke import Api as Api
+from dispatch_local.invoke import Reply as Reply
+from dispatch_local.template import handler_of, queue_consumers
 
 # -- invoking handlers -------------------------------------------------------------------
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: Any
-
-    @property
-    def code(self) -> str | None:
-        return self.body.get("error", {}).get("code") if isinstance(self.body, dict) else None
 
 
 Who = tuple[str, str]  # (sub, role)
@@ -36,51 +25,6 @@ Who = tuple[str, str]  # (sub, role)
 
 def api_claims(sub: str, role: str) -> dict[str, str]:
     return tokens.as_api_gateway_claims({"sub": sub, "cognito:groups": [role]})
-
-
-class Api:
-    """Calls the Lambda handlers in-process with API Gateway payload-2.0 events."""
-
-    def __init__(self) -> None:
-        self.routes = routes()
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        who: Who | None = None,
-        body: Any = None,
-        *,
-        key: str | None = "auto",
-        raw: bytes | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> Reply:
-        found = find(self.routes, method, path.split("?")[0])
-        assert found is not None, f"no route for {method} {path}"
-        route, params = found
-        all_headers = {"content-type": "application/json", **(headers or {})}
-        if key == "auto":
-            key = str(uuid.uuid4())
-        if key is not None:
-            all_headers["idempotency-key"] = key
-        payload = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
-        event = http_api_event(
-            route,
-            params,
-            method,
-            path.split("?")[0],
-            path.partition("?")[2],
-            list(all_headers.items()),
-            payload,
-            api_claims(*who) if who else None,
-        )
-        result = handler_of(route)(event, LambdaContext(function_name=route.function))
-        text = result.get("body") or ""
-        return Reply(
-            status=result["statusCode"],
-            headers=result.get("headers") or {},
-            body=json.loads(text) if text else None,
-        )
 
 
 def rfc3339(moment: datetime) -> str:

@@ -12,14 +12,76 @@ import json
 import os
 import sys
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from dispatch_local import services
 from dispatch_local.events import LambdaContext, http_api_event
-from dispatch_local.template import Function, find, load_template, routes
+from dispatch_local.template import Function, find, handler_of, load_template, routes
 from dispatch_local.tokens import as_api_gateway_claims
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+Who = tuple[str, str]  # (sub, role): the caller, as the JWT authorizer's claims name them
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def code(self) -> str | None:
+        return self.body.get("error", {}).get("code") if isinstance(self.body, dict) else None
+
+
+class Api:
+    """The HTTP API in process: each call becomes the payload-2.0 event API Gateway would
+    hand the route's function (claims as the JWT authorizer puts them), and runs its real
+    handler. Used by the tests and the simulator."""
+
+    def __init__(self) -> None:
+        self.routes = routes()
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        who: Who | None = None,
+        body: Any = None,
+        *,
+        key: str | None = "auto",
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        found = find(self.routes, method, path.split("?")[0])
+        if found is None:
+            raise UnknownFunction(f"no route for {method} {path}")
+        route, params = found
+        all_headers = {"content-type": "application/json", **(headers or {})}
+        if key == "auto":
+            key = str(uuid.uuid4())
+        if key is not None:
+            all_headers["idempotency-key"] = key
+        payload = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        claims = as_api_gateway_claims({"sub": who[0], "cognito:groups": [who[1]]}) if who else None
+        event = http_api_event(
+            route,
+            params,
+            method,
+            path.split("?")[0],
+            path.partition("?")[2],
+            list(all_headers.items()),
+            payload,
+            claims,
+        )
+        result = handler_of(route)(event, LambdaContext(function_name=route.function))
+        text = result.get("body") or ""
+        return Reply(
+            status=result["statusCode"],
+            headers=result.get("headers") or {},
+            body=json.loads(text) if text else None,
+        )
 
 
 class UnknownFunction(LookupError):

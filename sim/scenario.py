@@ -1,0 +1,217 @@
+"""A simulated city, described in a small TOML file and validated before anything runs.
+
+Every field is checked (an unknown key, a negative rate, a probability outside [0, 1], an area
+whose border crosses itself are refused) and the first problem is reported on one line that
+names the field; nothing is written anywhere before the scenario is valid.
+
+Times in the scenario are the city's own (real) seconds, minutes and hours; `speed` says how
+much faster than real time the run goes, and the product's durations (lease, wave interval,
+freshness, sweep period) are scaled through their own settings by that factor.
+"""
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Annotated, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Probability = Annotated[float, Field(ge=0, le=1)]
+NonNegative = Annotated[float, Field(ge=0)]
+Positive = Annotated[float, Field(gt=0)]
+LatLng = tuple[Annotated[float, Field(ge=-85, le=85)], Annotated[float, Field(ge=-180, le=180)]]
+
+
+class ScenarioError(ValueError):
+    """One line naming the field and the problem."""
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Between(Model):
+    """A value drawn uniformly between low and high."""
+
+    low: NonNegative
+    high: NonNegative
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.low > self.high:
+            raise ValueError("low must not be above high")
+        return self
+
+
+class Zone(Model):
+    """Where people are: a Gaussian blob around a centre, with a share of jobs and workers."""
+
+    name: str
+    center: LatLng
+    radius_km: Positive
+    jobs: NonNegative = 1.0  # weights, relative to the other zones
+    workers: NonNegative = 1.0
+
+
+class Area(Model):
+    """The city's border (a polygon that must not cross itself) and its zones."""
+
+    border: list[LatLng] = Field(min_length=3)
+    zones: list[Zone] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _simple_border(self) -> Self:
+        if crosses_itself(self.border):
+            raise ValueError("the border crosses itself")
+        for zone in self.zones:
+            if not inside(zone.center, self.border):
+                raise ValueError(f"zone {zone.name!r} has its centre outside the border")
+        if not sum(z.jobs for z in self.zones) > 0 or not sum(z.workers for z in self.zones) > 0:
+            raise ValueError("the zones' job and worker weights must not all be zero")
+        return self
+
+
+class SkillShare(Model):
+    skills: list[Annotated[str, Field(min_length=1, max_length=64)]]
+    share: NonNegative
+
+
+class AcceptCurve(Model):
+    """Chance of accepting an offer at distance d: top / (1 + exp((d - midpoint) / width))."""
+
+    top: Probability = 0.9
+    midpoint_m: Positive = 3000
+    width_m: Positive = 800
+
+    def chance(self, distance_m: float) -> float:
+        exponent = min(50.0, (distance_m - self.midpoint_m) / self.width_m)
+        return self.top / (1 + math.exp(exponent))
+
+
+class Workers(Model):
+    count: Annotated[int, Field(ge=0)]
+    skills: list[SkillShare] = Field(min_length=1)
+    online_at_start: Probability = 0.8  # the rest come online during the run
+    shift_hours: Between = Between(low=4, high=8)
+    report_seconds: Positive = 30
+    idle_speed_mps: NonNegative = 0.6
+    travel_speed_mps: Positive = 8
+    notify_seconds: Between = Between(low=1, high=5)  # push delivery to the phone
+    response_seconds: Between = Between(low=5, high=40)  # a person deciding
+    accept: AcceptCurve = AcceptCurve()
+    no_show: Probability = 0.04  # wins, then vanishes: the lease runs out
+    release: Probability = 0.03  # wins, then gives the job back on the way
+    push_lost: Probability = 0.05  # the notification never arrives; a pull finds the offer
+    pull_minutes: Positive = 5  # an idle worker opens the app now and then
+    work_minutes: Between = Between(low=20, high=60)
+    return_home: bool = False  # after a job: back home, or stay where the job was
+
+
+class Jobs(Model):
+    per_hour: NonNegative
+    hourly_profile: list[NonNegative] = Field(default_factory=lambda: [1.0], min_length=1)
+    skills: list[SkillShare] = Field(min_length=1)
+    lead_minutes: Between = Between(low=0, high=30)  # from posting to the window's start
+    window_hours: Between = Between(low=1, high=3)
+    min_rating_share: Probability = 0.0
+    min_rating: Annotated[float, Field(ge=1, le=5)] = 4.2
+    patience_minutes: Positive = 30  # the business cancels a job nobody took by then
+    stars: list[NonNegative] = Field(default=[0.02, 0.03, 0.1, 0.35, 0.5], min_length=5, max_length=5)
+    rating_minutes: Between = Between(low=1, high=30)  # from completion to the rating
+
+
+class Dispatch(Model):
+    """The product's settings, in real seconds (the run divides them by `speed`)."""
+
+    name: str = "as configured"
+    offer_waves: str = "3@3000,10@5000,25@8000"
+    wave_interval_seconds: NonNegative = 60
+    next_wave_on_declines: bool = True
+    lease_seconds: Positive = 600
+    location_fresh_seconds: Positive = 120
+    sweep_seconds: Positive = 60
+
+    @model_validator(mode="after")
+    def _waves_parse(self) -> Self:
+        for item in self.offer_waves.split(","):
+            size, at, radius = item.strip().partition("@")
+            if not (at and size.isdigit() and radius.isdigit() and int(size) and int(radius)):
+                raise ValueError(f"offer_waves: {item.strip()!r} is not size@radius_m")
+        return self
+
+
+class Scenario(Model):
+    name: str
+    seed: int = 1
+    speed: Annotated[float, Field(ge=1, le=600)] = 12
+    hours: Positive
+    area: Area
+    workers: Workers
+    jobs: Jobs
+    dispatch: Dispatch = Dispatch()
+    sweep: list[Dispatch] = Field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return self.hours * 3600
+
+    def configurations(self) -> list[Dispatch]:
+        """What one run compares: the sweep when there is one, else the dispatch alone."""
+        return list(self.sweep) or [self.dispatch]
+
+
+def load(path: Path | str) -> Scenario:
+    """The scenario in `path`, or ScenarioError with one line naming the first problem."""
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except OSError as error:
+        raise ScenarioError(f"{path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ScenarioError(f"{path}: not TOML: {error}") from None
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top)"
+        message = first["msg"].removeprefix("Value error, ")
+        raise ScenarioError(f"{Path(path).name}: {where}: {message}") from None
+
+
+# -- plane geometry on small areas (degrees as a local flat map) --------------------------------
+
+
+def _orientation(a: LatLng, b: LatLng, c: LatLng) -> float:
+    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+
+def _segments_cross(a: LatLng, b: LatLng, c: LatLng, d: LatLng) -> bool:
+    o1, o2 = _orientation(a, b, c), _orientation(a, b, d)
+    o3, o4 = _orientation(c, d, a), _orientation(c, d, b)
+    return (o1 * o2 < 0) and (o3 * o4 < 0)
+
+
+def crosses_itself(border: list[LatLng]) -> bool:
+    """Whether two edges of the closed polygon that share no corner cross."""
+    n = len(border)
+    edges = [(border[i], border[(i + 1) % n]) for i in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if j == i + 1 or (i == 0 and j == n - 1):
+                continue  # neighbours share a corner
+            if _segments_cross(*edges[i], *edges[j]):
+                return True
+    return False
+
+
+def inside(point: LatLng, border: list[LatLng]) -> bool:
+    """Ray casting: whether the point lies within the polygon."""
+    lat, lng = point
+    found = False
+    n = len(border)
+    for i in range(n):
+        (lat1, lng1), (lat2, lng2) = border[i], border[(i + 1) % n]
+        if (lng1 > lng) != (lng2 > lng):
+            crossing = lat1 + (lng - lng1) * (lat2 - lat1) / (lng2 - lng1)
+            if lat < crossing:
+                found = not found
+    return found
