@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev lock test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
+.PHONY: browser dev lock simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -99,6 +99,12 @@ bench: $(STAMP)
 	$(MAKE) bench-geo
 	$(MAKE) bench-soak
 	$(BIN)/python -m bench.report
+
+## The simulated district (sim/scenarios/district.toml): three ways of offering on one seeded
+## city, two hours at 12x real time each; the report, plots and replays go to sim/runs/district.
+SCENARIO ?= sim/scenarios/district.toml
+simulate: $(STAMP)
+	$(BIN)/dispatch simulate $(SCENARIO)
 
 ## Load and soak: clients against the local stack, then the history checker.
 bench-soak: $(STAMP)

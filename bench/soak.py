@@ -28,9 +28,9 @@ from typing import Any
 
 import requests
 
-from bench import history as hist
 from bench.common import bench_database
 from dispatch import db
+from dispatch_local import history as hist
 from dispatch_local import tokens
 from dispatch_local.stack import start_stack, stop_stack
 

@@ -116,7 +116,10 @@ class Jobs(Model):
     min_rating_share: Probability = 0.0
     min_rating: Annotated[float, Field(ge=1, le=5)] = 4.2
     patience_minutes: Positive = 30  # the business cancels a job nobody took by then
-    stars: list[NonNegative] = Field(default=[0.02, 0.03, 0.1, 0.35, 0.5], min_length=5, max_length=5)
+    # How likely each of 1 to 5 stars is, in that order.
+    stars: list[NonNegative] = Field(
+        default=[0.02, 0.03, 0.1, 0.35, 0.5], min_length=5, max_length=5
+    )
     rating_minutes: Between = Between(low=1, high=30)  # from completion to the rating
 
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
 from dispatch.config import settings
-from dispatch.observability import count, logger, metrics
+from dispatch.observability import count, logger, metrics, record
 from dispatch.outbox import relay
 from dispatch.sweeper import sweep
 from dispatch.workers import locations
@@ -34,9 +34,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
         else 0
     )
     count("EventsRelayed", relayed)
-    metrics.add_metric(
-        name="RelayLagSeconds", unit=MetricUnit.Seconds, value=db.run(relay.lag_seconds)
-    )
+    record("RelayLagSeconds", MetricUnit.Seconds, db.run(relay.lag_seconds))
     done = {
         **asdict(report),
         "relayed": relayed,

@@ -135,6 +135,12 @@ def env_json(args: argparse.Namespace) -> None:
         sys.exit(str(error))
 
 
+def simulate(args: argparse.Namespace) -> None:
+    from sim.cli import main as run_simulation
+
+    run_simulation(args.rest)
+
+
 def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -181,6 +187,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--body", help="the JSON body, or - for stdin")
     p.add_argument("--key", help="the Idempotency-Key (default: a new UUID on state changes)")
     p.set_defaults(run=generate_event)
+
+    p = sub.add_parser(
+        "simulate", help="run a simulated city against the real dispatch (see sim/)", add_help=False
+    )
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(run=simulate)
 
     p = sub.add_parser(
         "env-json", help="print env.json for `sam local invoke --env-vars`, for the running stack"

@@ -5,8 +5,8 @@ in a consistent one."""
 import time
 from typing import Any
 
-from bench import history as hist
 from dispatch.db import Connection
+from dispatch_local import history as hist
 from tests.support import Api, make_job, make_worker, worker
 
 

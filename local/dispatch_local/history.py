@@ -172,7 +172,7 @@ def one_event_per_change(ops: list[Op], events: list[dict[str, Any]]) -> Iterato
                     f" {job['id']} but the event there is {event}"
                 )
             asked[(job["id"], wanted, op.client)].add("ok")
-        elif op.outcome == "unknown" or op.outcome == "fail":
+        else:  # refused, unknown, or a success that answers with something else (a rating)
             job_id = _job_id_of(op)
             if job_id:
                 asked[(job_id, wanted, op.client)].add(op.outcome)

@@ -1,0 +1,514 @@
+"""The simulated city running against the real dispatch.
+
+Only the world is simulated: workers who move, report where they are, hear of offers, accept
+or decline them, sometimes vanish; businesses who post, lose patience, rate. The dispatch is
+the product's own, whole: every request runs the route's real handler as Lambda would (in
+this process, one at a time, as one execution environment), on Postgres and Redis; the relay,
+the publisher, the offer waves and the sweeper run as their queues and schedule call them.
+
+Time: the city's clock runs `speed` times faster than the wall clock. The product runs on the
+wall clock (Postgres' `now()`), its durations divided by `speed` through its own settings;
+the city converts every time it reads from the product back to its own. The run keeps pace
+with its schedule when it can; how far behind it fell is part of the report.
+"""
+
+import gc
+import heapq
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import requests
+
+from dispatch_local.events import LambdaContext
+from dispatch_local.gateway import scheduled_event
+from dispatch_local.history import History, Op, outcome_of
+from dispatch_local.invoke import Api, Reply
+from dispatch_local.template import handler_of, queue_consumers, schedules
+from sim.scenario import Dispatch, LatLng, Scenario
+from sim.transport import Transport
+from sim.world import (
+    Arrival,
+    WorkerPlan,
+    distance_m,
+    offset,
+    plan_arrivals,
+    plan_workers,
+    toward,
+    uniform,
+)
+
+PHOTO = b"\xff\xd8\xff\xe0 a photo of the work"
+POSITIONS_EVERY = 120.0  # seconds of city time between position frames in the replay
+
+
+@dataclass
+class Worker:
+    plan: WorkerPlan
+    rng: random.Random
+    position: LatLng
+    status: str = "offline"  # offline | idle | assigned | working | gone
+    heading: float = 0.0
+    moved_at: float = 0.0
+    target: LatLng | None = None
+    job: "Job | None" = None
+    version: int = 0
+    rating: float | None = None
+    profiled: bool = False
+    online_since: float = 0.0
+    online_total: float = 0.0
+    busy_since: float = 0.0
+    busy_total: float = 0.0
+    seen_offers: set[str] = field(default_factory=set)
+
+    @property
+    def id(self) -> str:
+        return self.plan.id
+
+    @property
+    def who(self) -> tuple[str, str]:
+        return (self.plan.id, "worker")
+
+
+@dataclass
+class Job:
+    id: str
+    arrival: Arrival
+    created: float  # city seconds, from the job.created event
+    version: int = 1
+    status: str = "open"
+    first_offer: float | None = None
+    first_assigned: float | None = None
+    filled: bool = False
+    unfilled: bool = False
+    unfilled_at: float | None = None
+    offers: int = 0
+    declines: int = 0
+    lost_races: int = 0
+    reopened_at: float | None = None
+    refill_seconds: list[float] = field(default_factory=list)
+    leases_lost: int = 0
+    nearest_idle_m: float | None = None
+    winner_m: float | None = None
+    end: str | None = None  # completed | cancelled | expired
+
+
+class City:
+    def __init__(self, scenario: Scenario, dispatch: Dispatch, transport: Transport) -> None:
+        self.scenario, self.dispatch, self.transport = scenario, dispatch, transport
+        self.speed = scenario.speed
+        self.api = Api()
+        self.history = History()
+        self.requests: Counter[tuple[str, int]] = Counter()
+        self.replay: list[dict[str, Any]] = []
+        self.jobs: dict[str, Job] = {}
+        self.workers = {
+            plan.id: Worker(plan, random.Random(f"{scenario.seed}:behaviour:{plan.id}"), plan.home)
+            for plan in plan_workers(scenario)
+        }
+        self.arrivals = plan_arrivals(scenario)
+        self.lags: list[float] = []
+        self._heap: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
+        self.present = 0.0  # the city time the current action was planned for
+        self._seq = 0
+        self._consumers = {c.queue: handler_of(c) for c in queue_consumers()}
+        (sweeper,) = (s for s in schedules() if s.function == "LeaseSweeperFunction")
+        self._sweeper, self._sweeper_function = handler_of(sweeper), sweeper
+        transport.bus.observers.append(self.on_event)
+        for route in self.api.routes:  # loaded now, not on the run's first requests
+            handler_of(route)
+
+    # -- the clock ------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """City seconds since the run began, by the wall clock (what the product sees). The
+        world plans from `present` instead: a run that falls behind must not drift."""
+        return (time.monotonic() - self._wall0) * self.speed
+
+    def city_time(self, moment: str) -> float:
+        """A time the product wrote (RFC 3339, the wall clock) on the city's clock."""
+        epoch = datetime.fromisoformat(moment).timestamp()
+        return (epoch - self._epoch0) * self.speed
+
+    def wall_iso(self, city_seconds: float) -> str:
+        """The wall-clock moment (RFC 3339) at which the city's clock shows `city_seconds`."""
+        epoch = self._epoch0 + city_seconds / self.speed
+        return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
+
+    def at(self, when: float, action: Callable[..., None], *args: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (when, self._seq, action, args))
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self._wall0, self._epoch0 = time.monotonic(), time.time()
+        end = self.scenario.seconds
+        for arrival in self.arrivals:
+            self.at(arrival.at, self.post_job, arrival)
+        for worker in self.workers.values():
+            self.at(worker.plan.online_from, self.come_online, worker)
+        self.at(0.0, self.sweep)
+        self.at(0.0, self.frame)
+        # A long run's heap of plans and records would make every collection slower: what
+        # exists now is kept out of the collector, and it runs less often.
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 20)
+        while self._heap and self._heap[0][0] < end:
+            when, _, action, args = self._heap[0]
+            # Whatever comes first on the city's clock: a queue message falling due, or the
+            # next thing a person does.
+            due = self.transport.next_due()
+            if due is not None and due <= self._wall0 + when / self.speed and self.deliver():
+                continue
+            late = self.now() - when
+            if late < 0:
+                time.sleep(min(-late / self.speed, 0.002))
+                continue
+            heapq.heappop(self._heap)
+            self.lags.append(late)
+            self.present = when
+            action(*args)
+        gc.unfreeze()
+        self.settle()
+
+    def settle(self) -> None:
+        """After the last hour: the queues emptied and the sweeper run, so that the history
+        can be checked against what the product finally holds."""
+        for _ in range(2):
+            self.sweep(again=False)
+            while self.deliver():
+                pass
+
+    def deliver(self) -> int:
+        """Every message that is due, to its consumer (the publisher, the offer waves)."""
+        moved = 0
+        for queue, url in (("OutboxQueue", Transport.OUTBOX), ("OfferQueue", Transport.OFFERS)):
+            while handled := self.transport.deliver(url, self._consume(queue)):
+                moved += handled
+        return moved
+
+    def _consume(self, queue: str) -> Callable[[dict[str, Any]], Any]:
+        handler = self._consumers[queue]
+        return lambda event: handler(event, LambdaContext(function_name=queue, timeout_seconds=10))
+
+    def sweep(self, again: bool = True) -> None:
+        context = LambdaContext(function_name="LeaseSweeperFunction", timeout_seconds=60)
+        self._sweeper(scheduled_event(self._sweeper_function), context)
+        if again:
+            self.at(self.present + self.dispatch.sweep_seconds, self.sweep)
+
+    def frame(self) -> None:
+        """Where every online worker is, for the replay."""
+        now = self.present
+        rows = []
+        for worker in self.workers.values():
+            if worker.status in ("offline", "gone"):
+                continue
+            self.move(worker, now)
+            rows.append([worker.id, round(worker.position[0], 6), round(worker.position[1], 6),
+                         worker.status])  # fmt: skip
+        self.replay.append({"t": round(now, 1), "type": "positions", "workers": rows})
+        self.at(now + POSITIONS_EVERY, self.frame)
+
+    # -- talking to the product ------------------------------------------------------------
+
+    def call(
+        self, route: str, method: str, path: str, who: tuple[str, str] | None, body: Any = None
+    ) -> Reply:
+        key = None if method == "GET" else str(random.getrandbits(64))
+        op = self.history.invoke(
+            Op(who[0] if who else "-", route, method, path, key, body, time.monotonic())
+        )
+        reply = self.api.call(method, path, who, body, key=key)
+        op.completed_at, op.status = time.monotonic(), reply.status
+        op.outcome, op.response = outcome_of(reply.status), reply.body
+        self.requests[(f"{method} {_route_key(path)}", reply.status)] += 1
+        return reply
+
+    def upload_photo(self, worker: Worker) -> str | None:
+        slot = self.call("photo", "POST", "/photos", worker.who, {"content_type": "image/jpeg"})
+        if slot.status != 201:
+            return None
+        uploaded = requests.put(
+            slot.body["upload_url"], data=PHOTO, headers={"Content-Type": "image/jpeg"}, timeout=10
+        )
+        return str(slot.body["photo_id"]) if uploaded.status_code == 200 else None
+
+    # -- what the product tells the city (the bus) -------------------------------------------
+
+    def on_event(self, kind: str, event: dict[str, Any]) -> None:
+        when = self.city_time(event["occurred_at"])
+        self.replay.append({"t": round(when, 1), **event})
+        job = self.jobs.get(event["job_id"])
+        data = event["data"]
+        if kind == "job.created" and job is None:
+            return  # a job posted before this run (not ours)
+        if job is None:
+            return
+        if kind == "offer.created":
+            job.offers += 1
+            job.first_offer = job.first_offer if job.first_offer is not None else when
+            worker = self.workers.get(data["worker_id"])
+            if worker is not None and worker.rng.random() >= self.scenario.workers.push_lost:
+                delay = uniform(worker.rng, self.scenario.workers.notify_seconds)
+                self.at(when + delay, self.hear_of, worker, data)
+            return
+        if kind == "job.unfilled":
+            job.unfilled, job.unfilled_at = True, when
+            return
+        job.version, job.status = event["version"], data["status"]
+        if kind == "job.assigned":
+            if job.first_assigned is None:
+                job.first_assigned, job.filled = when, True
+            if job.reopened_at is not None:
+                job.refill_seconds.append(when - job.reopened_at)
+                job.reopened_at = None
+        elif kind == "job.reopened":
+            job.leases_lost += 1
+            job.reopened_at = when
+        elif kind in ("job.completed", "job.cancelled", "job.expired"):
+            job.end = kind.removeprefix("job.")
+            if kind == "job.completed":
+                wait = uniform(random.Random(job.id), self.scenario.jobs.rating_minutes) * 60
+                self.at(when + wait, self.rate, job)
+
+    # -- businesses ------------------------------------------------------------------------
+
+    def post_job(self, arrival: Arrival) -> None:
+        now = self.present
+        body: dict[str, Any] = {
+            "location": {"lat": arrival.location[0], "lng": arrival.location[1]},
+            "skills": arrival.skills,
+            "window": {
+                "start": self.wall_iso(now + arrival.lead),
+                "end": self.wall_iso(now + arrival.lead + arrival.window),
+            },
+        }
+        if arrival.min_rating is not None:
+            body["min_rating"] = arrival.min_rating
+        reply = self.call("create", "POST", "/jobs", (arrival.business, "business"), body)
+        if reply.status != 201:
+            return
+        job = Job(reply.body["id"], arrival, self.city_time(reply.body["created_at"]))
+        job.nearest_idle_m = self.nearest_idle(arrival, now)
+        self.jobs[job.id] = job
+        self.at(now + arrival.patience, self.lose_patience, job)
+
+    def nearest_idle(self, arrival: Arrival, now: float) -> float | None:
+        """How far the nearest idle, qualified worker was when the job was posted."""
+        best = None
+        for worker in self.workers.values():
+            if worker.status != "idle" or not set(arrival.skills) <= set(worker.plan.skills):
+                continue
+            if arrival.min_rating is not None and (worker.rating or 0) < arrival.min_rating:
+                continue
+            self.move(worker, now)
+            gap = distance_m(worker.position, arrival.location)
+            best = gap if best is None or gap < best else best
+        return best
+
+    def lose_patience(self, job: Job) -> None:
+        who = (job.arrival.business, "business")
+        seen = self.call("read", "GET", f"/jobs/{job.id}", who)
+        if seen.status == 200 and seen.body["status"] == "open":
+            body = {"event": "cancel", "version": seen.body["version"]}
+            self.call("transition", "POST", f"/jobs/{job.id}/transitions", who, body)
+
+    def rate(self, job: Job) -> None:
+        rng = random.Random(f"{self.scenario.seed}:stars:{job.id}")
+        stars = rng.choices(range(1, 6), weights=self.scenario.jobs.stars)[0]
+        reply = self.call(
+            "rate", "POST", f"/jobs/{job.id}/rating", (job.arrival.business, "business"),
+            {"stars": stars},
+        )  # fmt: skip
+        if reply.status == 201 and (worker := self.workers.get(reply.body["worker_id"])):
+            # The worker's app refreshes the profile, which carries the new rating.
+            profile = self.call("profile", "PUT", "/workers/me", worker.who,
+                                {"skills": worker.plan.skills})  # fmt: skip
+            if profile.status == 200:
+                worker.rating = profile.body["rating"]
+
+    # -- workers ---------------------------------------------------------------------------
+
+    def come_online(self, worker: Worker) -> None:
+        now = self.present
+        if not worker.profiled:
+            self.call("profile", "PUT", "/workers/me", worker.who, {"skills": worker.plan.skills})
+            worker.profiled = True
+        worker.status, worker.online_since, worker.moved_at = "idle", now, now
+        worker.heading = worker.rng.uniform(0, 360)
+        self.report(worker)
+        self.at(now + self.pull_gap(worker), self.pull, worker)
+        self.at(max(now, worker.plan.online_until), self.go_offline, worker)
+
+    def go_offline(self, worker: Worker) -> None:
+        if worker.status in ("assigned", "working"):
+            self.at(self.present + 600, self.go_offline, worker)  # after the job in hand
+            return
+        if worker.status == "idle":
+            worker.online_total += self.present - worker.online_since
+            worker.status = "offline"
+
+    def pull_gap(self, worker: Worker) -> float:
+        return worker.rng.expovariate(1 / (self.scenario.workers.pull_minutes * 60))
+
+    def move(self, worker: Worker, now: float) -> None:
+        """Where the worker is by `now`: walking about, or on the way somewhere."""
+        spec = self.scenario.workers
+        elapsed, worker.moved_at = now - worker.moved_at, now
+        if elapsed <= 0 or worker.status in ("working", "offline", "gone"):
+            return
+        if worker.target is not None:
+            stride = spec.travel_speed_mps * elapsed
+            worker.position = toward(worker.position, worker.target, stride)
+            if worker.position == worker.target and worker.status == "idle":
+                worker.target = None
+            return
+        worker.heading += worker.rng.uniform(-30, 30)
+        step = spec.idle_speed_mps * elapsed
+        worker.position = offset(
+            worker.position,
+            step * math.cos(math.radians(worker.heading)),
+            step * math.sin(math.radians(worker.heading)),
+        )
+
+    def report(self, worker: Worker) -> None:
+        if worker.status in ("offline", "gone"):
+            return
+        now = self.present
+        self.move(worker, now)
+        where = {"lat": worker.position[0], "lng": worker.position[1]}
+        self.call("location", "PUT", "/workers/me/location", worker.who, where)
+        self.at(now + self.scenario.workers.report_seconds, self.report, worker)
+
+    def pull(self, worker: Worker) -> None:
+        """The app opened: the worker's offers (the truth behind a lost notification)."""
+        if worker.status in ("offline", "gone"):
+            return
+        now = self.present
+        if worker.status == "idle":
+            reply = self.call("offers", "GET", "/workers/me/offers", worker.who)
+            for offer in reply.body.get("offers", []) if reply.status == 200 else []:
+                if offer["job"]["id"] not in worker.seen_offers:
+                    self.hear_of(worker, {"job": offer["job"], "distance_m": offer["distance_m"]})
+        self.at(now + self.pull_gap(worker), self.pull, worker)
+
+    def hear_of(self, worker: Worker, offer: dict[str, Any]) -> None:
+        job_id = offer["job"]["id"]
+        if job_id in worker.seen_offers:
+            return
+        worker.seen_offers.add(job_id)
+        wait = uniform(worker.rng, self.scenario.workers.response_seconds)
+        self.at(self.present + wait, self.decide, worker, offer)
+
+    def decide(self, worker: Worker, offer: dict[str, Any]) -> None:
+        job = self.jobs.get(offer["job"]["id"])
+        if job is None:
+            return
+        now = self.present
+        self.move(worker, now)
+        where = (offer["job"]["location"]["lat"], offer["job"]["location"]["lng"])
+        chance = self.scenario.workers.accept.chance(distance_m(worker.position, where))
+        if worker.status != "idle" or worker.rng.random() >= chance:
+            job.declines += 1
+            self.call("decline", "POST", f"/jobs/{job.id}/decline", worker.who, {})
+            return
+        body = {"version": offer["job"]["version"]}
+        reply = self.call("accept", "POST", f"/jobs/{job.id}/accept", worker.who, body)
+        if reply.status != 200:
+            if reply.code == "JOB_TAKEN":
+                job.lost_races += 1
+            return
+        self.take(worker, job, reply.body, now)
+
+    def take(self, worker: Worker, job: Job, held: dict[str, Any], now: float) -> None:
+        spec = self.scenario.workers
+        worker.status, worker.job, worker.busy_since = "assigned", job, now
+        worker.version = held["version"]
+        job.winner_m = distance_m(worker.position, job.arrival.location)
+        if worker.rng.random() < spec.no_show:
+            worker.status = "gone"  # never heard from again: the lease will run out
+            worker.online_total += now - worker.online_since
+            return
+        worker.target = job.arrival.location
+        travel = job.winner_m / spec.travel_speed_mps
+        if worker.rng.random() < spec.release:
+            self.at(now + worker.rng.uniform(0, travel), self.give_back, worker)
+        else:
+            self.at(now + travel, self.arrive, worker)
+        self.at(now + self.dispatch.lease_seconds / 2, self.check_in, worker, job.id)
+
+    def transition(self, worker: Worker, event: str) -> Reply:
+        job = worker.job
+        assert job is not None
+        body = {"event": event, "version": worker.version}
+        reply = self.call("transition", "POST", f"/jobs/{job.id}/transitions", worker.who, body)
+        if reply.status == 200:
+            worker.version = reply.body["version"]
+        return reply
+
+    def check_in(self, worker: Worker, job_id: str) -> None:
+        if worker.status != "assigned" or worker.job is None or worker.job.id != job_id:
+            return
+        if self.transition(worker, "check_in").status == 200:
+            self.at(self.present + self.dispatch.lease_seconds / 2, self.check_in, worker, job_id)
+        else:
+            self.free(worker)  # fenced off: the lease ran out and the job moved on
+
+    def give_back(self, worker: Worker) -> None:
+        if worker.status == "assigned":
+            self.transition(worker, "release")
+            self.free(worker)
+
+    def arrive(self, worker: Worker) -> None:
+        if worker.status != "assigned" or worker.job is None:
+            return
+        now = self.present
+        self.move(worker, now)
+        photo = self.upload_photo(worker)
+        attached = self.call(
+            "attach", "PUT", f"/jobs/{worker.job.id}/photos/before", worker.who,
+            {"photo_id": photo},
+        )  # fmt: skip
+        if attached.status != 200:
+            self.free(worker)
+            return
+        worker.version = attached.body["version"]
+        if self.transition(worker, "start").status != 200:
+            self.free(worker)
+            return
+        worker.status = "working"
+        self.at(now + worker.job.arrival.work, self.finish, worker)
+
+    def finish(self, worker: Worker) -> None:
+        job = worker.job
+        assert job is not None
+        photo = self.upload_photo(worker)
+        attached = self.call(
+            "attach", "PUT", f"/jobs/{job.id}/photos/after", worker.who, {"photo_id": photo}
+        )
+        if attached.status == 200:
+            worker.version = attached.body["version"]
+            self.transition(worker, "complete")
+        self.free(worker)
+
+    def free(self, worker: Worker) -> None:
+        now = self.present
+        worker.busy_total += now - worker.busy_since
+        worker.status, worker.job, worker.moved_at = "idle", None, now
+        worker.target = worker.plan.home if self.scenario.workers.return_home else None
+
+
+def _route_key(path: str) -> str:
+    """/jobs/0193.../accept -> /jobs/{job_id}/accept (the template's form)."""
+    parts = path.split("?")[0].split("/")
+    named = ["{job_id}" if len(p) == 36 and p.count("-") == 4 else p for p in parts]
+    if len(named) > 4 and named[3] == "photos":
+        named[4] = "{slot}"
+    return "/".join(named)

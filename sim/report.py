@@ -1,0 +1,214 @@
+"""What a run writes: report.md (the figures of every configuration side by side), PNG plots,
+and a replay file per configuration (every event and position frame with its city time) that
+the operations console plays back."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sim.run import Outcome
+from sim.scenario import Scenario
+
+
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-") or "run"
+
+
+def write(scenario: Scenario, outcomes: list[Outcome], out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for outcome in outcomes:
+        name = slug(outcome.dispatch.name)
+        with (out / f"replay-{name}.jsonl").open("w") as replay:
+            replay.write(json.dumps(header(scenario, outcome)) + "\n")
+            for line in sorted(outcome.replay, key=lambda e: e["t"]):
+                replay.write(json.dumps(line) + "\n")
+        (out / f"kpis-{name}.json").write_text(json.dumps(outcome.kpis, indent=2))
+    plots = draw(scenario, outcomes, out)
+    report = out / "report.md"
+    report.write_text(markdown(scenario, outcomes, plots))
+    return report
+
+
+def header(scenario: Scenario, outcome: Outcome) -> dict[str, Any]:
+    """The replay's first line: what the console needs to draw the city."""
+    return {
+        "type": "replay",
+        "scenario": scenario.name,
+        "dispatch": outcome.dispatch.name,
+        "seconds": scenario.seconds,
+        "border": [list(p) for p in scenario.area.border],
+        "zones": [z.model_dump() for z in scenario.area.zones],
+    }
+
+
+def fmt(value: Any, unit: str = "", digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}{unit}"
+    return f"{value:,}{unit}"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+ROWS: list[tuple[str, Any]] = [
+    ("jobs posted", lambda k: fmt(k["jobs"])),
+    ("fill rate (assigned at least once)", lambda k: pct(k["fill_rate"])),
+    ("unfilled (every wave passed, nobody took it)", lambda k: pct(k["unfilled_rate"])),
+    ("completed / cancelled by the business / expired", lambda k: (
+        f"{k['completed']} / {k['cancelled']} / {k['expired']}"
+    )),
+    ("time to first offer p50 / p90 / p99 (s)", lambda k: trio(k["time_to_first_offer_s"])),
+    ("time to accept p50 / p90 / p99 (s)", lambda k: trio(k["time_to_accept_s"])),
+    ("offers per filled job", lambda k: fmt(k["offers_per_filled_job"], digits=2)),
+    ("lost accept races per filled job", lambda k: fmt(k["lost_races_per_filled_job"], digits=2)),
+    ("declines", lambda k: fmt(k["declines"])),
+    ("leases that ran out", lambda k: fmt(k["leases_run_out"])),
+    ("time to fill again after a lease ran out p50 (s)", lambda k: fmt(
+        k["time_to_fill_again_s"]["p50"]
+    )),
+    ("winner's distance p50 / p90 (m)", lambda k: (
+        f"{fmt(k['winner_distance_m']['p50'], digits=0)} / "
+        f"{fmt(k['winner_distance_m']['p90'], digits=0)}"
+    )),
+    ("nearest idle qualified worker at creation p50 (m)", lambda k: fmt(
+        k["nearest_idle_at_creation_m"]["p50"], digits=0
+    )),
+    ("winner / nearest idle p50 / p90", lambda k: (
+        f"{fmt(k['winner_over_nearest']['p50'], digits=2)} / "
+        f"{fmt(k['winner_over_nearest']['p90'], digits=2)}"
+    )),
+    ("worker utilisation", lambda k: pct(k["utilisation"])),
+    ("requests / 5xx / dead letters", lambda k: (
+        f"{k['requests']:,} / {k['errors_5xx']} / {k['dead_letters']}"
+    )),
+    ("speed (x real time) / wall seconds", lambda k: (
+        f"{fmt(k['speed'])} / {fmt(k['wall_seconds'], digits=0)}"
+    )),
+    ("requests per second (wall)", lambda k: fmt(k["requests_per_second"], digits=0)),
+    ("behind schedule p99 / max (city s)", lambda k: (
+        f"{fmt(k['lag_s']['p99'])} / {fmt(k['lag_s']['max'])}"
+    )),
+]  # fmt: skip
+
+
+def trio(p: dict[str, float | None]) -> str:
+    return " / ".join(fmt(p[q], digits=0) for q in ("p50", "p90", "p99"))
+
+
+def markdown(scenario: Scenario, outcomes: list[Outcome], plots: list[str]) -> str:
+    names = [o.dispatch.name for o in outcomes]
+    lines = [
+        f"# Simulation: {scenario.name}",
+        "",
+        f"Seed {scenario.seed}; {scenario.hours:g} h of the city at {scenario.speed:g}x real "
+        f"time; {scenario.workers.count:,} workers reporting every "
+        f"{scenario.workers.report_seconds:g} s; {scenario.jobs.per_hour:g} jobs an hour "
+        f"(profile {scenario.jobs.hourly_profile}). The same world (arrivals, workers, their "
+        "habits) for every configuration; only the dispatch differs.",
+        "",
+        "| | " + " | ".join(names) + " |",
+        "| --- |" + " ---: |" * len(names),
+        "| offer waves (size@radius m) | "
+        + " | ".join(o.dispatch.offer_waves for o in outcomes)
+        + " |",
+    ]
+    for label, cell in ROWS:
+        lines.append(f"| {label} | " + " | ".join(cell(o.kpis) for o in outcomes) + " |")
+    lines += ["", "## The history checker", ""]
+    for outcome in outcomes:
+        found = outcome.violations
+        verdict = "0 violations" if not found else f"{len(found)} violations: {found[:5]}"
+        lines.append(f"- {outcome.dispatch.name}: {verdict}")
+    lines += ["", "## Requests by route and status", ""]
+    for outcome in outcomes:
+        lines.append(f"**{outcome.dispatch.name}**: " + "; ".join(
+            f"`{route}` " + ", ".join(f"{status}: {n:,}" for status, n in statuses.items())
+            for route, statuses in outcome.requests.items()
+        ))  # fmt: skip
+        lines.append("")
+    lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    return "\n".join(lines)
+
+
+def draw(scenario: Scenario, outcomes: list[Outcome], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    drawn = []
+    # Time to accept, per configuration (cumulative share of filled jobs).
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for o in outcomes:
+        times = sorted(j["time_to_accept"] for j in o.jobs if j["time_to_accept"] is not None)
+        if times:
+            ax.step(
+                times, [(i + 1) / len(o.jobs) for i in range(len(times))], label=o.dispatch.name
+            )
+    ax.set_xlabel("seconds from posting to accept")
+    ax.set_ylabel("share of all jobs filled by then")
+    ax.set_xscale("symlog", linthresh=10)
+    ax.legend()
+    ax.set_title("Time to accept")
+    fig.tight_layout()
+    fig.savefig(out / "time-to-accept.png", dpi=110)
+    plt.close(fig)
+    drawn.append("time-to-accept.png")
+
+    # Filled and unfilled jobs over the run (10-minute bins), per configuration.
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bins = max(1, int(scenario.seconds // 600))
+    for o in outcomes:
+        filled = [0] * bins
+        unfilled = [0] * bins
+        for j in o.jobs:
+            b = min(bins - 1, int(j["created"] // 600))
+            (filled if j["filled"] else unfilled)[b] += 1
+        hours = [(b * 600 + 300) / 3600 for b in range(bins)]
+        ax.plot(hours, filled, label=f"{o.dispatch.name}: filled")
+        ax.plot(hours, unfilled, linestyle="--", label=f"{o.dispatch.name}: not filled")
+    ax.set_xlabel("hours into the run")
+    ax.set_ylabel("jobs posted per 10 minutes")
+    ax.legend(fontsize=7)
+    ax.set_title("Filled and unfilled jobs over the run")
+    fig.tight_layout()
+    fig.savefig(out / "filled-over-time.png", dpi=110)
+    plt.close(fig)
+    drawn.append("filled-over-time.png")
+
+    # Where jobs went unfilled (the first configuration), over the city's border and zones.
+    o = outcomes[0]
+    fig, ax = plt.subplots(figsize=(6, 6))
+    border = [*scenario.area.border, scenario.area.border[0]]
+    ax.plot([p[1] for p in border], [p[0] for p in border], color="grey", linewidth=1)
+    done = [j for j in o.jobs if j["filled"]]
+    missed = [j for j in o.jobs if not j["filled"]]
+    ax.scatter([j["lng"] for j in done], [j["lat"] for j in done], s=6, alpha=0.4, label="filled")
+    ax.scatter([j["lng"] for j in missed], [j["lat"] for j in missed], s=14, marker="x",
+               color="crimson", label="never filled")  # fmt: skip
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_title(f"Where jobs went unfilled ({o.dispatch.name})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "unfilled-map.png", dpi=110)
+    plt.close(fig)
+    drawn.append("unfilled-map.png")
+
+    if len(outcomes) > 1:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for o in outcomes:
+            p50 = o.kpis["time_to_accept_s"]["p50"]
+            if p50 is not None and o.kpis["fill_rate"] is not None:
+                ax.scatter([p50], [100 * o.kpis["fill_rate"]], s=40)
+                ax.annotate(o.dispatch.name, (p50, 100 * o.kpis["fill_rate"]), fontsize=8)
+        ax.set_xlabel("time to accept p50 (s)")
+        ax.set_ylabel("fill rate (%)")
+        ax.set_title("Fill rate against time to accept, per configuration")
+        fig.tight_layout()
+        fig.savefig(out / "fill-vs-time.png", dpi=110)
+        plt.close(fig)
+        drawn.append("fill-vs-time.png")
+    return drawn

@@ -1,0 +1,256 @@
+"""One simulation run per dispatch configuration, each on a fresh database and a fresh Redis,
+the same seeded world every time; then the figures, the history checker's verdict, the report.
+
+    dispatch simulate sim/scenarios/district.toml        (or: make simulate)
+"""
+
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from sim.scenario import Dispatch, Scenario
+
+# The product's settings that carry a duration, in the scenario's (real) seconds.
+KEEP_POSITIONS_SECONDS = 3600
+
+
+def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]:
+    """The product's durations divided by the speed, through its own settings (whole seconds,
+    as they are in production: an SQS delay has no fraction)."""
+    speed = scenario.speed
+
+    def seconds(value: float, least: int = 1) -> str:
+        return str(max(least, round(value / speed)))
+
+    return {
+        "DISPATCH_OFFER_WAVES": dispatch.offer_waves,
+        "DISPATCH_OFFER_WAVE_INTERVAL_SECONDS": seconds(dispatch.wave_interval_seconds, 0),
+        "DISPATCH_OFFER_NEXT_WAVE_ON_DECLINES": str(dispatch.next_wave_on_declines).lower(),
+        "DISPATCH_LEASE_SECONDS": seconds(dispatch.lease_seconds),
+        "DISPATCH_LOCATION_FRESH_SECONDS": seconds(dispatch.location_fresh_seconds),
+        "DISPATCH_LOCATION_KEEP_SECONDS": seconds(KEEP_POSITIONS_SECONDS),
+    }
+
+
+def quiet_environment() -> None:
+    """Before the layer is imported: the handlers' logs and metrics are not what we measure."""
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
+
+
+@dataclass
+class Outcome:
+    dispatch: Dispatch
+    kpis: dict[str, Any]
+    requests: dict[str, dict[int, int]]
+    violations: list[str]
+    replay: list[dict[str, Any]]
+    jobs: list[dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Services:
+    """Postgres, Redis and S3 for the runs: the machine's when DATABASE_URL / REDIS_URL say so,
+    else embedded ones; a fresh database (and an emptied Redis) for every run."""
+
+    def __init__(self, home: Path) -> None:
+        from dispatch_local import embedded
+
+        self.home = home
+        self.admin = os.environ.get("DATABASE_URL") or embedded.postgres(
+            home / "pg", database="postgres"
+        )
+        self.redis_url = os.environ.get("REDIS_URL")
+        if not os.environ.get("AWS_ENDPOINT_URL"):
+            embedded.use_aws_stand_in(embedded.aws())
+        embedded.ensure_bucket(os.environ["PHOTO_BUCKET"])
+
+    @contextmanager
+    def fresh(self) -> Iterator[tuple[str, str]]:
+        from dispatch import db, migrations
+        from dispatch_local import REPO_ROOT, embedded
+
+        name = f"dispatch_sim_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = psycopg.conninfo.make_conninfo(self.admin, dbname=name)
+        try:
+            with db.connect(url) as conn:
+                migrations.apply(conn, migrations.load(REPO_ROOT / "migrations"))
+            if self.redis_url:
+                import redis
+
+                from dispatch.workers import locations
+
+                redis.Redis.from_url(self.redis_url).delete(
+                    locations.POSITIONS, locations.LAST_SEEN
+                )
+                yield url, self.redis_url
+            else:
+                folder = Path(tempfile.mkdtemp(prefix="redis-", dir=self.home))
+                yield url, embedded.redis(folder)
+        finally:
+            with psycopg.connect(self.admin, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """The run's settings, and the caller's back afterwards (the next run reads them)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outcome:
+    from dispatch import db
+    from dispatch.config import settings
+    from dispatch.workers import locations
+    from sim.city import City
+    from sim.transport import Transport
+
+    with (
+        services.fresh() as (database_url, redis_url),
+        environment(
+            {
+                "DATABASE_URL": database_url,
+                "REDIS_URL": redis_url,
+                "OUTBOX_QUEUE_URL": Transport.OUTBOX,
+                "OFFER_QUEUE_URL": Transport.OFFERS,
+                **scaled_environment(scenario, dispatch),
+            }
+        ),
+    ):
+        settings.cache_clear()
+        db.close()
+        locations.client.cache_clear()
+        transport = Transport(visibility_seconds=60 / scenario.speed)
+        transport.install()
+        try:
+            city = City(scenario, dispatch, transport)
+            began = time.monotonic()
+            city.run()
+            wall = time.monotonic() - began
+            if transport.bus.errors:
+                raise RuntimeError(f"the simulation failed: {transport.bus.errors[0]}")
+            from dispatch_local.history import check
+
+            with db.connect(database_url) as conn:
+                grace = 3 * dispatch.sweep_seconds / scenario.speed + 5
+                violations = check(city.history, conn, lease_grace_seconds=grace)
+        finally:
+            transport.uninstall()
+            db.close()
+    return Outcome(
+        dispatch,
+        kpis(scenario, city, wall, transport.dead_letters()),
+        by_route(city),
+        violations,
+        city.replay,
+        [job_row(job) for job in city.jobs.values()],
+        extra={"jobs": list(city.jobs.values())},
+    )
+
+
+def run(scenario: Scenario, home: Path) -> list[Outcome]:
+    services = Services(home)
+    return [run_one(scenario, dispatch, services) for dispatch in scenario.configurations()]
+
+
+# -- the figures ----------------------------------------------------------------------------
+
+
+def percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p90": None, "p99": None}
+    if len(values) == 1:
+        return {"p50": values[0], "p90": values[0], "p99": values[0]}
+    cuts = statistics.quantiles(sorted(values), n=100, method="inclusive")
+    return {"p50": cuts[49], "p90": cuts[89], "p99": cuts[98]}
+
+
+def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[str, Any]:
+    jobs = list(city.jobs.values())
+    posted = len(jobs)
+    filled = [j for j in jobs if j.filled]
+    end = scenario.seconds
+    online = busy = 0.0
+    for worker in city.workers.values():
+        if worker.status in ("idle", "assigned", "working"):
+            worker.online_total += end - worker.online_since
+        if worker.status in ("assigned", "working"):
+            worker.busy_total += end - worker.busy_since
+        online += worker.online_total
+        busy += worker.busy_total
+    requests = sum(city.requests.values())
+    errors = sum(n for (_, status), n in city.requests.items() if status >= 500)
+    pairs = [(j.winner_m, j.nearest_idle_m) for j in filled if j.winner_m is not None]
+    ratios = [w / max(n, 1.0) for w, n in pairs if n is not None]
+    lags = sorted(city.lags)
+    return {
+        "jobs": posted,
+        "fill_rate": len(filled) / posted if posted else None,
+        "unfilled_rate": sum(j.unfilled for j in jobs) / posted if posted else None,
+        "completed": sum(j.end == "completed" for j in jobs),
+        "cancelled": sum(j.end == "cancelled" for j in jobs),
+        "expired": sum(j.end == "expired" for j in jobs),
+        "time_to_first_offer_s": percentiles(
+            [j.first_offer - j.created for j in jobs if j.first_offer is not None]
+        ),
+        "time_to_accept_s": percentiles([j.first_assigned - j.created for j in filled]),
+        "offers_per_filled_job": sum(j.offers for j in filled) / len(filled) if filled else None,
+        "lost_races_per_filled_job": (
+            sum(j.lost_races for j in filled) / len(filled) if filled else None
+        ),
+        "declines": sum(j.declines for j in jobs),
+        "leases_run_out": sum(j.leases_lost for j in jobs),
+        "time_to_fill_again_s": percentiles([s for j in jobs for s in j.refill_seconds]),
+        "winner_distance_m": percentiles([w for w, _ in pairs]),
+        "nearest_idle_at_creation_m": percentiles([n for _, n in pairs if n is not None]),
+        "winner_over_nearest": percentiles(ratios),
+        "utilisation": busy / online if online else None,
+        "requests": requests,
+        "errors_5xx": errors,
+        "dead_letters": dead_letters,
+        "speed": end / wall if wall else None,
+        "wall_seconds": wall,
+        "requests_per_second": requests / wall if wall else None,
+        "lag_s": percentiles(lags) | {"max": lags[-1] if lags else None},
+    }
+
+
+def by_route(city: Any) -> dict[str, dict[int, int]]:
+    routes: dict[str, dict[int, int]] = {}
+    for (route, status), n in sorted(city.requests.items()):
+        routes.setdefault(route, {})[status] = n
+    return routes
+
+
+def job_row(job: Any) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "created": job.created,
+        "lat": job.arrival.location[0],
+        "lng": job.arrival.location[1],
+        "filled": job.filled,
+        "unfilled": job.unfilled,
+        "time_to_accept": (job.first_assigned - job.created) if job.filled else None,
+        "end": job.end,
+    }
