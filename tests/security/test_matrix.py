@@ -46,6 +46,10 @@ ROUTES: dict[str, tuple[str, str, Any]] = {
     "offers": ("GET", "/workers/me/offers", None),
     "decline": ("POST", "/jobs/{job}/decline", {}),
     "rating": ("POST", "/jobs/{job}/rating", {"stars": 5}),
+    "ops jobs": ("GET", "/ops/jobs?bbox=77.5,12.9,77.7,13.1", None),
+    "ops workers": ("GET", "/ops/workers?bbox=77.5,12.9,77.7,13.1", None),
+    "ops events": ("GET", "/ops/events", None),
+    "ops summary": ("GET", "/ops/summary", None),
     "health": ("GET", "/health", None),
 }
 
@@ -68,6 +72,10 @@ EXPECTED: dict[str, tuple[Any, Any, Any, Any, Any]] = {
     "offers":        (F,          F,              200,                    200,               F),
     "decline":       (F,          F,              200,                    200,               F),
     "rating":        ("ILLEGAL_TRANSITION", N,    F,                      F,                 F),
+    "ops jobs":      (F,          F,              F,                      F,                 200),
+    "ops workers":   (F,          F,              F,                      F,                 200),
+    "ops events":    (F,          F,              F,                      F,                 200),
+    "ops summary":   (F,          F,              F,                      F,                 200),
     "health":        (200,        200,            200,                    200,               200),
 }  # fmt: skip
 

@@ -4,6 +4,7 @@ One sorted set holds every worker's position (GEOADD), another when each was las
 that stale positions can be ignored and pruned. Both are written in one round trip.
 """
 
+import math
 import time
 from functools import cache
 
@@ -56,6 +57,46 @@ def fresh_nearby(lat: float, lng: float, radius_m: float, limit: int) -> list[tu
     return [
         (worker_id.decode(), float(distance))
         for (worker_id, distance), last_seen in zip(found, seen, strict=True)
+        if last_seen is not None and last_seen >= cutoff
+    ]
+
+
+def fresh_in_box(
+    min_lng: float, min_lat: float, max_lng: float, max_lat: float, limit: int
+) -> list[tuple[str, float, float, float]]:
+    """Fresh positions within the box: (id, lat, lng, last seen as a Unix time), at most
+    `limit` (the nearest to the box's centre). Redis searches the box around its centre in
+    metres; the exact box in degrees then decides."""
+    lat, lng = (min_lat + max_lat) / 2, (min_lng + max_lng) / 2
+    if abs(lat) > GEO_MAX_LAT:
+        return []
+    metres_per_degree = 111_320.0
+    width = (max_lng - min_lng) * metres_per_degree * max(0.01, math.cos(math.radians(lat)))
+    height = (max_lat - min_lat) * metres_per_degree
+    r = client()
+    found: list[tuple[bytes, tuple[float, float]]] = r.geosearch(  # type: ignore[assignment]
+        POSITIONS,
+        longitude=lng,
+        latitude=lat,
+        width=width * 1.01,  # a little wider: the box in metres is not exactly the box in degrees
+        height=height * 1.01,
+        unit="m",
+        sort="ASC",
+        count=limit,
+        withcoord=True,
+    )
+    inside = [
+        (worker_id.decode(), float(at[1]), float(at[0]))
+        for worker_id, at in found
+        if min_lng <= at[0] <= max_lng and min_lat <= at[1] <= max_lat
+    ]
+    if not inside:
+        return []
+    seen = r.zmscore(LAST_SEEN, [worker_id for worker_id, *_ in inside])
+    cutoff = time.time() - settings().location_fresh_seconds
+    return [
+        (worker_id, w_lat, w_lng, float(last_seen))
+        for (worker_id, w_lat, w_lng), last_seen in zip(inside, seen, strict=True)
         if last_seen is not None and last_seen >= cutoff
     ]
 

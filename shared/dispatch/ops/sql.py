@@ -1,0 +1,100 @@
+"""The SQL of the ops reads, each through an index (migration 0011)."""
+
+from typing import LiteralString
+
+LIVE = "('open', 'assigned', 'in_progress')"
+FINISHED = "('completed', 'cancelled', 'expired')"
+
+# Jobs in the box, oldest first: the live ones (jobs_live_by_place), and those that finished
+# in the last hour (jobs_recently_finished); each branch's first condition lets the planner
+# use its partial index.
+JOBS_IN_BOX: LiteralString = f"""
+SELECT document FROM (
+    SELECT dispatch_job(j) AS document, j.created_at FROM jobs j
+     WHERE j.status IN {LIVE} AND j.status = ANY(%(statuses)s)
+       AND j.lat BETWEEN %(min_lat)s AND %(max_lat)s
+       AND j.lng BETWEEN %(min_lng)s AND %(max_lng)s
+    UNION ALL
+    SELECT dispatch_job(j), j.created_at FROM jobs j
+     WHERE j.status IN {FINISHED} AND j.status = ANY(%(statuses)s)
+       AND j.updated_at > now() - interval '1 hour'
+       AND j.lat BETWEEN %(min_lat)s AND %(max_lat)s
+       AND j.lng BETWEEN %(min_lng)s AND %(max_lng)s
+) found
+ORDER BY created_at
+LIMIT %(limit)s
+"""
+
+# Which of these workers hold a live job (through jobs_one_live_job_per_worker).
+BUSY_WORKERS: LiteralString = """
+SELECT assignee_id FROM jobs
+ WHERE assignee_id = ANY(%(ids)s) AND status IN ('assigned', 'in_progress')
+"""
+
+
+def _stream(table: LiteralString, order: LiteralString, after: LiteralString) -> LiteralString:
+    return f"""
+SELECT e.tx, e.id, dispatch_event(e) AS document FROM {table} e, horizon
+ WHERE e.tx < horizon.xmin {after}
+ ORDER BY e.tx {order}, e.id {order}
+ LIMIT %(limit)s
+"""
+
+
+# Events of finished transactions only (older than every transaction still running), in
+# (transaction, id) order: nothing unseen can ever fall before the cursor.
+_HORIZON: LiteralString = "WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)"
+_AFTER: LiteralString = "AND (e.tx, e.id) > (%(tx)s::xid8, %(id)s::uuid)"
+
+EVENTS_AFTER: LiteralString = f"""
+{_HORIZON}
+SELECT tx::text AS tx, id, document FROM (
+    ({_stream("job_events", "", _AFTER)})
+    UNION ALL
+    ({_stream("offer_events", "", _AFTER)})
+) page
+ORDER BY page.tx, page.id
+LIMIT %(limit)s
+"""
+
+# No cursor yet: the newest events, still in the order written.
+NEWEST_EVENTS: LiteralString = f"""
+{_HORIZON}
+SELECT tx::text AS tx, id, document FROM (
+    SELECT * FROM (
+        ({_stream("job_events", "DESC", "")})
+        UNION ALL
+        ({_stream("offer_events", "DESC", "")})
+    ) newest
+    ORDER BY newest.tx DESC, newest.id DESC
+    LIMIT %(limit)s
+) page
+ORDER BY page.tx, page.id
+"""
+
+JOBS_BY_STATUS: LiteralString = "SELECT status, count(*) AS n FROM jobs GROUP BY status"
+
+# The last hour, through the time-ordered primary keys (dispatch_uuid7_floor): first fills
+# (a job's first job.assigned), unfilled rounds, and the time from posting to first fill.
+LAST_HOUR: LiteralString = """
+WITH since AS (SELECT dispatch_uuid7_floor(now() - interval '1 hour') AS id),
+first_fills AS (
+    SELECT e.job_id, e.occurred_at FROM job_events e, since
+     WHERE e.id >= since.id AND e.type = 'job.assigned'
+       AND NOT EXISTS (SELECT 1 FROM job_events p
+                        WHERE p.job_id = e.job_id AND p.type = 'job.assigned'
+                          AND p.version < e.version)
+),
+waits AS (
+    SELECT extract(epoch FROM f.occurred_at - j.created_at)::float8 AS seconds
+      FROM first_fills f JOIN jobs j ON j.id = f.job_id
+)
+SELECT (SELECT count(*) FROM first_fills) AS filled,
+       (SELECT count(*) FROM offer_events o, since
+         WHERE o.id >= since.id AND o.type = 'job.unfilled') AS unfilled,
+       (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) FROM waits) AS p50,
+       (SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY seconds) FROM waits) AS p90,
+       (SELECT count(*) FROM jobs
+         WHERE status = 'assigned'
+           AND lease_expires_at BETWEEN now() AND now() + interval '5 minutes') AS expiring
+"""
