@@ -125,6 +125,11 @@ class City:
 
     # -- the clock ------------------------------------------------------------------------
 
+    @property
+    def epoch0(self) -> float:
+        """The wall clock (Unix time) when the city's clock showed 0."""
+        return self._epoch0
+
     def now(self) -> float:
         """City seconds since the run began, by the wall clock (what the product sees). The
         world plans from `present` instead: a run that falls behind must not drift."""

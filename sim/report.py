@@ -36,6 +36,8 @@ def header(scenario: Scenario, outcome: Outcome) -> dict[str, Any]:
         "scenario": scenario.name,
         "dispatch": outcome.dispatch.name,
         "seconds": scenario.seconds,
+        "speed": scenario.speed,
+        "epoch0": outcome.extra.get("epoch0"),  # the wall clock (Unix time) at the city's 0
         "border": [list(p) for p in scenario.area.border],
         "zones": [z.model_dump() for z in scenario.area.zones],
     }

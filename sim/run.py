@@ -165,7 +165,7 @@ def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outco
         violations,
         city.replay,
         [job_row(job) for job in city.jobs.values()],
-        extra={"jobs": list(city.jobs.values())},
+        extra={"jobs": list(city.jobs.values()), "epoch0": city.epoch0},
     )
 
 

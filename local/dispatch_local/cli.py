@@ -135,6 +135,19 @@ def env_json(args: argparse.Namespace) -> None:
         sys.exit(str(error))
 
 
+def console(args: argparse.Namespace) -> None:
+    """The console's address with an ops token in its fragment (never sent to the server)."""
+    from dispatch_local import services, tokens
+
+    base = args.url or services.running_url() or f"http://127.0.0.1:{os.environ.get('PORT', 3000)}"
+    address = f"{base}/console#token={tokens.issue(args.sub, 'ops', ttl_seconds=args.ttl)}"
+    print(address)
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(address)
+
+
 def simulate(args: argparse.Namespace) -> None:
     from sim.cli import main as run_simulation
 
@@ -187,6 +200,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--body", help="the JSON body, or - for stdin")
     p.add_argument("--key", help="the Idempotency-Key (default: a new UUID on state changes)")
     p.set_defaults(run=generate_event)
+
+    p = sub.add_parser("console", help="print the operations console's address, signed in as ops")
+    p.add_argument("--sub", default="ops-1", help="the ops user's id")
+    p.add_argument("--ttl", type=int, default=12 * 3600, help="seconds until the token expires")
+    p.add_argument("--url", help="the stack's address (default: the running make dev's)")
+    p.add_argument("--open", action="store_true", help="open it in the browser too")
+    p.set_defaults(run=console)
 
     p = sub.add_parser(
         "simulate", help="run a simulated city against the real dispatch (see sim/)", add_help=False

@@ -5,6 +5,7 @@ of them, so that `dispatch invoke` and `dispatch env-json` point at the same one
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from dispatch_local import home
 
@@ -72,12 +73,22 @@ def forget() -> None:
 
 def running() -> dict[str, str] | None:
     """The services of the local stack running from this DISPATCH_HOME, if one is."""
+    found = _record()
+    return None if found is None else dict(found["services"])
+
+
+def running_url() -> str | None:
+    """Where the local stack running from this DISPATCH_HOME serves the API, if one runs."""
+    found = _record()
+    return None if found is None else str(found["url"])
+
+
+def _record() -> dict[str, Any] | None:
     try:
-        found = json.loads(record_path().read_text())
+        found: dict[str, Any] = json.loads(record_path().read_text())
         os.kill(int(found["pid"]), 0)
     except (FileNotFoundError, ValueError, KeyError, ProcessLookupError):
         return None
     except PermissionError:
         pass  # alive, someone else's
-    services: dict[str, str] = found["services"]
-    return services
+    return found

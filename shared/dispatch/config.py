@@ -87,6 +87,11 @@ class Settings(BaseSettings):
     # Nearest positions read per wave before the database filters (skills, busy, offered).
     offer_candidate_limit: int = Field(500, gt=0, validation_alias="DISPATCH_OFFER_CANDIDATE_LIMIT")
     photo_bucket: str = Field(min_length=1, validation_alias="PHOTO_BUCKET")
+    # The operations console: the map's first view (minLng,minLat,maxLng,maxLat), an optional
+    # tile server for a base map ({z}/{x}/{y}), and where ops sign in (Cognito's hosted page).
+    console_bbox: str = Field("77.41,12.79,77.78,13.15", validation_alias="DISPATCH_CONSOLE_BBOX")
+    console_tiles: str | None = Field(None, validation_alias="DISPATCH_CONSOLE_TILES")
+    console_signin_url: str | None = Field(None, validation_alias="DISPATCH_CONSOLE_SIGNIN_URL")
     # Migrations run with their own timeouts, not the API's: a lock wait short and retried (a
     # DDL queued behind a long query would block every query queued behind it), a statement
     # long (an index build, a backfill), both cut to the time the deploy has left.

@@ -48,9 +48,12 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     chromium.close()
 
 
+LOOPBACK = {"127.0.0.1", "localhost"}  # this machine: the local stacks, whatever their port
+
+
 @dataclass
 class Visit:
-    """What a page did: console errors, and requests to hosts other than the stack's."""
+    """What a page did: console errors, and requests that would leave the machine."""
 
     page: Page
     console_errors: list[str] = field(default_factory=list)
@@ -66,11 +69,9 @@ def visit(browser: Browser, stack: str) -> Iterator[Visit]:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     seen = Visit(page)
-    own = urlsplit(stack).netloc
-
     def only_the_stack(route: Route) -> None:
         url = route.request.url
-        if urlsplit(url).scheme in ("data", "blob") or urlsplit(url).netloc == own:
+        if urlsplit(url).scheme in ("data", "blob") or urlsplit(url).hostname in LOOPBACK:
             route.continue_()
         else:
             seen.elsewhere.append(url)

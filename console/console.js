@@ -1,0 +1,498 @@
+// The operations console: the marketplace on a map, live from the ops routes, or replayed
+// from a simulation's replay file. Plain ES module, no build step, nothing from other hosts.
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+const LIVE = ["open", "assigned", "in_progress"];
+const LETTER = { open: "O", assigned: "A", in_progress: "W", completed: "✓", cancelled: "✕", expired: "⌛" };
+const WAVE_MS = 4000; // how long an offer wave stays drawn (in the clock of what is shown)
+const LINE_MS = 4000;
+
+const state = {
+  token: null,
+  mode: "live", // live | replay
+  bbox: null, // [minLng, minLat, maxLng, maxLat]
+  border: null, // the replayed city's border, [[lat, lng], ...]
+  tiles: null,
+  jobs: new Map(),
+  workers: new Map(),
+  events: [],
+  waves: [],
+  lines: [],
+  summary: null,
+  cursor: null,
+  timers: [],
+  // The clock of what is shown: the wall clock live; the replayed city's clock in a replay
+  // (as the product wrote its times, so leases count down as they did).
+  now: () => Date.now(),
+  scale: 1, // seconds shown per second of the product's clock (the simulation's speed)
+};
+
+// -- signing in -----------------------------------------------------------------------------
+
+function takeToken() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const fromLink = fragment.get("token") || fragment.get("id_token");
+  if (fromLink) {
+    sessionStorage.setItem("dispatch-token", fromLink);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("dispatch-token");
+}
+
+function notice(text) {
+  const box = $("notice");
+  box.textContent = text;
+  box.hidden = !text;
+}
+
+class Refused extends Error {}
+
+async function api(path) {
+  const reply = await fetch(path, { headers: { Authorization: `Bearer ${state.token}` } });
+  if (reply.status === 401 || reply.status === 403) throw new Refused(String(reply.status));
+  if (!reply.ok) throw new Error(`${path}: ${reply.status}`);
+  return reply.json();
+}
+
+// -- the map (Web Mercator, drawn in screen pixels) ----------------------------------------
+
+function project(lat, lng) {
+  const s = Math.sin((Math.max(-85, Math.min(85, lat)) * Math.PI) / 180);
+  return [(lng + 180) / 360, 0.5 - Math.log((1 + s) / (1 - s)) / (4 * Math.PI)];
+}
+
+function view() {
+  const svg = $("map");
+  const { width, height } = svg.getBoundingClientRect();
+  const [minLng, minLat, maxLng, maxLat] = state.bbox;
+  const [x0, y1] = project(minLat, minLng);
+  const [x1, y0] = project(maxLat, maxLng);
+  const k = Math.min(width / (x1 - x0), height / (y1 - y0));
+  const dx = (width - k * (x1 - x0)) / 2;
+  const dy = (height - k * (y1 - y0)) / 2;
+  const midLat = (minLat + maxLat) / 2;
+  const metresPerPixel = (40075016.7 * Math.cos((midLat * Math.PI) / 180)) / k;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  return {
+    at: (lat, lng) => {
+      const [x, y] = project(lat, lng);
+      return [dx + k * (x - x0), dy + k * (y - y0)];
+    },
+    metresPerPixel,
+    k,
+    x0,
+    y0,
+    dx,
+    dy,
+    width,
+    height,
+  };
+}
+
+function keyed(group, items, key, make, update) {
+  const g = $(group);
+  const seen = new Set();
+  for (const item of items) {
+    const id = key(item);
+    seen.add(id);
+    let node = g.querySelector(`[data-key="${CSS.escape(id)}"]`);
+    if (!node) {
+      node = make(item);
+      node.dataset.key = id;
+      g.appendChild(node);
+    }
+    update(node, item);
+  }
+  for (const node of [...g.children]) if (!seen.has(node.dataset.key)) node.remove();
+}
+
+function el(name, attributes = {}) {
+  const node = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attributes)) node.setAttribute(k, v);
+  return node;
+}
+
+function inView(lat, lng) {
+  const [minLng, minLat, maxLng, maxLat] = state.bbox;
+  return lng >= minLng && lng <= maxLng && lat >= minLat && lat <= maxLat;
+}
+
+function drawTiles(v) {
+  const g = $("tiles");
+  g.replaceChildren();
+  if (!state.tiles) return;
+  const zoom = Math.max(0, Math.min(18, Math.round(Math.log2(v.k / 256))));
+  const n = 2 ** zoom;
+  const size = v.k / n;
+  const firstX = Math.floor(v.x0 * n - v.dx / size);
+  const firstY = Math.floor(v.y0 * n - v.dy / size);
+  for (let x = firstX; x * size < v.x0 * v.k + v.width; x += 1) {
+    for (let y = firstY; y * size < v.y0 * v.k + v.height; y += 1) {
+      if (x < 0 || y < 0 || x >= n || y >= n) continue;
+      const url = state.tiles.replace("{z}", zoom).replace("{x}", x).replace("{y}", y);
+      g.appendChild(el("image", {
+        href: url, x: v.dx + x * size - v.x0 * v.k, y: v.dy + y * size - v.y0 * v.k,
+        width: size, height: size, opacity: 0.6,
+      }));
+    }
+  }
+}
+
+function render() {
+  if (!state.bbox) return;
+  const v = view();
+  drawTiles(v);
+  const area = $("area");
+  area.replaceChildren();
+  const outline = state.border || [
+    [state.bbox[1], state.bbox[0]], [state.bbox[1], state.bbox[2]],
+    [state.bbox[3], state.bbox[2]], [state.bbox[3], state.bbox[0]],
+  ];
+  area.appendChild(el("polygon", {
+    class: "area", points: outline.map(([lat, lng]) => v.at(lat, lng).join(",")).join(" "),
+  }));
+  const now = state.now();
+  state.waves = state.waves.filter((w) => now - w.at < WAVE_MS);
+  keyed("waves", state.waves.filter((w) => inView(w.lat, w.lng)), (w) => w.id,
+    () => el("circle", { class: "wave" }),
+    (node, w) => {
+      const [x, y] = v.at(w.lat, w.lng);
+      node.setAttribute("cx", x);
+      node.setAttribute("cy", y);
+      node.setAttribute("r", Math.max(3, w.radius / v.metresPerPixel));
+      node.setAttribute("data-job", w.job);
+    });
+  state.lines = state.lines.filter((l) => now - l.at < LINE_MS);
+  keyed("lines", state.lines, (l) => l.id, () => el("line", { class: "winner" }), (node, l) => {
+    const [x1, y1] = v.at(l.from.lat, l.from.lng);
+    const [x2, y2] = v.at(l.to.lat, l.to.lng);
+    Object.entries({ x1, y1, x2, y2 }).forEach(([k, val]) => node.setAttribute(k, val));
+    node.setAttribute("data-job", l.job);
+  });
+  const workers = [...state.workers.values()].filter((w) => inView(w.lat, w.lng));
+  keyed("workers", workers, (w) => w.id,
+    (w) => {
+      const dot = el("circle", { r: 3 });
+      dot.appendChild(el("title"));
+      return dot;
+    },
+    (node, w) => {
+      const [x, y] = v.at(w.lat, w.lng);
+      node.setAttribute("cx", x);
+      node.setAttribute("cy", y);
+      node.setAttribute("class", `worker-dot ${w.busy ? "busy" : "idle"}`);
+      node.setAttribute("data-worker", w.id);
+      node.firstChild.textContent = `${w.id}: ${w.busy ? "busy" : "idle"}`;
+    });
+  const jobs = [...state.jobs.values()].filter((j) => inView(j.location.lat, j.location.lng));
+  keyed("jobs", jobs, (j) => j.id,
+    () => {
+      const g = el("g");
+      g.append(el("rect", { width: 12, height: 12, x: -6, y: -6, rx: 2 }), el("text"), el("title"));
+      return g;
+    },
+    (node, j) => {
+      const [x, y] = v.at(j.location.lat, j.location.lng);
+      node.setAttribute("transform", `translate(${x},${y})`);
+      node.setAttribute("class", `job-marker ${j.status}`);
+      node.setAttribute("data-job", j.id);
+      node.setAttribute("data-status", j.status);
+      node.querySelector("text").textContent = LETTER[j.status] || "?";
+      node.querySelector("title").textContent = `job ${j.id.slice(-6)}: ${j.status.replace("_", " ")}`;
+    });
+}
+
+// -- the lists ----------------------------------------------------------------------------
+
+function clockText(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const rest = String(s % 60).padStart(2, "0");
+  return h ? `${h}h${String(m).padStart(2, "0")}` : `${m}:${rest}`;
+}
+
+function seconds(a, b) {
+  return ((a - b) / 1000) * state.scale;
+}
+
+function list(id, items, text, late = () => false) {
+  const ol = $(id);
+  ol.replaceChildren(...items.map((item) => {
+    const li = document.createElement("li");
+    li.tabIndex = 0;
+    li.textContent = text(item);
+    li.dataset.key = item.id;
+    if (late(item)) li.classList.add("late");
+    return li;
+  }));
+}
+
+function renderLists() {
+  const now = state.now();
+  const jobs = [...state.jobs.values()];
+  const open = jobs.filter((j) => j.status === "open")
+    .sort((a, b) => a.created_at.localeCompare(b.created_at));
+  list("open-jobs", open.slice(0, 100), (j) =>
+    `${j.id.slice(-6)} · waiting ${clockText(seconds(now, Date.parse(j.created_at)))} · ${j.skills.join(", ") || "any skill"}`);
+  const held = jobs.filter((j) => j.status === "assigned" && j.lease_expires_at)
+    .sort((a, b) => a.lease_expires_at.localeCompare(b.lease_expires_at));
+  const left = (j) => seconds(Date.parse(j.lease_expires_at), now);
+  list("leases", held.slice(0, 100),
+    (j) => `${j.id.slice(-6)} · ${j.assignee_id} · ${left(j) > 0 ? `${clockText(left(j))} left` : "ran out"}`,
+    (j) => left(j) < 60);
+  list("events", state.events.slice(0, 100), (e) =>
+    `${e.occurred_at.slice(11, 19)} ${e.type} ${e.job_id.slice(-6)} v${e.version}` +
+    (e.type === "offer.created" ? ` → ${e.data.worker_id} (wave ${e.data.wave})` : ` · ${e.actor}`));
+  renderSummary(jobs);
+}
+
+function renderSummary(jobs) {
+  const tiles = [];
+  const counts = state.mode === "live" && state.summary
+    ? state.summary.jobs_by_status
+    : jobs.reduce((c, j) => ({ ...c, [j.status]: (c[j.status] || 0) + 1 }), {});
+  for (const status of [...LIVE, "completed", "expired"]) {
+    tiles.push([status.replace("_", " "), counts[status] || 0]);
+  }
+  if (state.mode === "live" && state.summary) {
+    const s = state.summary;
+    const p = s.time_to_accept_last_hour_s;
+    tiles.push(["filled (last hour)", s.filled_last_hour]);
+    tiles.push(["unfilled (last hour)", s.unfilled_last_hour]);
+    tiles.push(["time to accept p50 / p90", p.p50 == null ? "—" : `${clockText(p.p50)} / ${clockText(p.p90)}`]);
+    tiles.push(["leases ending in 5 min", s.leases_expiring_in_5_minutes]);
+    tiles.push(["relay lag", `${Math.round(s.relay_lag_s)} s`]);
+  } else {
+    tiles.push(["workers on the map", state.workers.size]);
+  }
+  $("summary").replaceChildren(...tiles.map(([label, value]) => {
+    const div = document.createElement("div");
+    const dt = document.createElement("dt");
+    const dd = document.createElement("dd");
+    dt.textContent = label;
+    dd.textContent = value;
+    div.append(dt, dd);
+    return div;
+  }));
+}
+
+// -- what happens -------------------------------------------------------------------------
+
+function apply(event) {
+  state.events.unshift(event);
+  state.events.length = Math.min(state.events.length, 200);
+  const when = state.now();
+  if (event.type === "offer.created") {
+    const at = event.data.job.location;
+    state.waves.push({ id: `${event.job_id}:${event.version}:${event.data.wave}`, job: event.job_id,
+      lat: at.lat, lng: at.lng, radius: event.data.radius_m, at: when });
+    return;
+  }
+  if (event.type === "job.unfilled") return;
+  const job = event.data;
+  if (!state.jobs.has(job.id) || state.jobs.get(job.id).version <= job.version) {
+    state.jobs.set(job.id, job);
+  }
+  if (event.type === "job.assigned") {
+    const winner = state.workers.get(job.assignee_id);
+    if (winner) {
+      state.lines.push({ id: `${job.id}:${job.version}`, job: job.id, from: winner, to: job.location, at: when });
+      winner.busy = true;
+    }
+  }
+}
+
+function bboxParam() {
+  return state.bbox.map((n) => n.toFixed(5)).join(",");
+}
+
+async function pollEvents() {
+  const page = await api(`/ops/events?limit=200${state.cursor ? `&after=${state.cursor}` : ""}`);
+  page.events.forEach(apply);
+  state.cursor = page.cursor;
+}
+
+async function pollJobs() {
+  const { jobs } = await api(`/ops/jobs?bbox=${bboxParam()}&status=${LIVE.join(",")}`);
+  const fresh = new Map(jobs.map((j) => [j.id, j]));
+  for (const [id, job] of state.jobs) {
+    if (LIVE.includes(job.status) && !fresh.has(id) && inView(job.location.lat, job.location.lng)) {
+      state.jobs.delete(id); // it moved on (and its event will say how)
+    }
+  }
+  for (const job of jobs) {
+    const known = state.jobs.get(job.id);
+    if (!known || known.version <= job.version) state.jobs.set(job.id, job);
+  }
+}
+
+async function pollWorkers() {
+  const { workers } = await api(`/ops/workers?bbox=${bboxParam()}`);
+  state.workers = new Map(workers.map((w) => [w.id, { id: w.id, ...w.location, busy: w.busy }]));
+}
+
+async function pollSummary() {
+  state.summary = await api("/ops/summary");
+}
+
+function every(ms, work) {
+  let stopped = false;
+  const run = async () => {
+    if (stopped || state.mode !== "live") return;
+    try {
+      await work();
+    } catch (error) {
+      if (error instanceof Refused) {
+        stopAll();
+        state.jobs.clear();
+        state.workers.clear();
+        state.events = [];
+        notice("This console needs an ops sign-in: the token is missing, expired, or not an ops token.");
+        $("mode").textContent = "Not signed in";
+        render();
+        renderLists();
+        return;
+      }
+      $("mode").textContent = `Live (retrying: ${error.message})`;
+    }
+    state.timers.push(setTimeout(run, ms));
+  };
+  state.timers.push(setTimeout(run, 0));
+  return () => { stopped = true; };
+}
+
+function stopAll() {
+  state.timers.forEach(clearTimeout);
+  state.timers = [];
+}
+
+async function live(config) {
+  state.mode = "live";
+  state.now = () => Date.now();
+  state.scale = 1;
+  if (!state.token) {
+    const where = config.signin_url ? "Sign in" : "Run .venv/bin/dispatch console for a link that signs you in.";
+    notice(`This console needs an ops sign-in. ${where}`);
+    if (config.signin_url) {
+      const a = document.createElement("a");
+      a.href = config.signin_url;
+      a.textContent = " Sign in with your ops account";
+      $("notice").appendChild(a);
+    }
+    $("mode").textContent = "Not signed in";
+    render();
+    return;
+  }
+  notice("");
+  $("mode").textContent = "Live";
+  every(1000, pollEvents);
+  every(2000, pollJobs);
+  every(1500, pollWorkers);
+  every(5000, pollSummary);
+}
+
+// -- replaying a simulation ---------------------------------------------------------------
+
+function replay(text) {
+  stopAll();
+  const lines = text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
+  const head = lines.shift();
+  if (!head || head.type !== "replay") {
+    notice("That file is not a simulation replay (its first line names the run).");
+    return;
+  }
+  state.mode = "replay";
+  state.jobs.clear();
+  state.workers.clear();
+  state.events = [];
+  state.waves = [];
+  state.lines = [];
+  state.border = head.border;
+  const lats = head.border.map((p) => p[0]);
+  const lngs = head.border.map((p) => p[1]);
+  state.bbox = [Math.min(...lngs), Math.min(...lats), Math.max(...lngs), Math.max(...lats)];
+  state.scale = head.speed || 1;
+  const epoch0 = (head.epoch0 || 0) * 1000;
+  let t = lines.length ? lines[0].t : 0;
+  let next = 0;
+  let paused = false;
+  let last = performance.now();
+  // Times in the events are the product's (its clock ran `speed` times slower than the city's).
+  state.now = () => epoch0 + (t / state.scale) * 1000;
+  notice("");
+  const button = $("replay-pause");
+  button.disabled = false;
+  button.textContent = "Pause";
+  button.onclick = () => {
+    paused = !paused;
+    button.textContent = paused ? "Play" : "Pause";
+  };
+  const tick = () => {
+    if (state.mode !== "replay") return;
+    const wall = performance.now();
+    if (!paused) t += ((wall - last) / 1000) * Number($("replay-speed").value);
+    last = wall;
+    while (next < lines.length && lines[next].t <= t) {
+      const item = lines[next++];
+      if (item.type === "positions") {
+        state.workers = new Map(item.workers.map(([id, lat, lng, status]) =>
+          [id, { id, lat, lng, busy: status === "assigned" || status === "working" }]));
+      } else {
+        apply(item);
+      }
+    }
+    $("mode").textContent = `Replay of ${head.scenario} (${head.dispatch}): ${clockText(t)} of ${clockText(head.seconds)}`;
+    if (next >= lines.length) $("mode").textContent += " (ended)";
+    state.timers.push(setTimeout(tick, 250));
+  };
+  tick();
+}
+
+// -- starting -----------------------------------------------------------------------------
+
+function zoom(factor) {
+  const [minLng, minLat, maxLng, maxLat] = state.bbox;
+  const cx = (minLng + maxLng) / 2;
+  const cy = (minLat + maxLat) / 2;
+  const w = Math.min(2, ((maxLng - minLng) / 2) * factor);
+  const h = Math.min(2, ((maxLat - minLat) / 2) * factor);
+  state.bbox = [cx - w, cy - h, cx + w, cy + h];
+  render();
+}
+
+function pan(dx, dy) {
+  const [minLng, minLat, maxLng, maxLat] = state.bbox;
+  const w = (maxLng - minLng) * dx * 0.2;
+  const h = (maxLat - minLat) * dy * 0.2;
+  state.bbox = [minLng + w, minLat + h, maxLng + w, maxLat + h];
+  render();
+}
+
+async function start() {
+  state.token = takeToken();
+  const config = await (await fetch("/console/config.json")).json();
+  const fromUrl = new URLSearchParams(location.search).get("bbox");
+  state.bbox = (fromUrl || config.bbox).split(",").map(Number);
+  state.tiles = config.tiles || null;
+  $("zoom-in").onclick = () => zoom(0.7);
+  $("zoom-out").onclick = () => zoom(1.4);
+  $("map").addEventListener("keydown", (e) => {
+    const moves = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1] };
+    if (moves[e.key]) pan(...moves[e.key]);
+    else if (e.key === "+" || e.key === "=") zoom(0.7);
+    else if (e.key === "-") zoom(1.4);
+    else return;
+    e.preventDefault();
+  });
+  $("replay-file").addEventListener("change", async (e) => {
+    const file = e.target.files[0];
+    if (file) replay(await file.text());
+  });
+  window.addEventListener("resize", render);
+  setInterval(() => { render(); renderLists(); }, 500);
+  await live(config);
+}
+
+start();

@@ -1,0 +1,166 @@
+"""The operations console in a real browser, against `make dev`'s stack: live within two
+seconds of a change made through the API, nothing from another host, nothing shown without
+an ops token; usable at 1280 x 800 and at a phone's width; replays a simulation."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dispatch_local import tokens
+from tests.browser.conftest import Visit
+from tests.e2e.client import Client
+from tests.support import job_body
+
+SOON = 2_000  # ms: a change made through the API shows within two seconds
+
+
+def open_console(page: Page, stack: str, token: str | None) -> None:
+    fragment = f"#token={token}" if token else ""
+    page.goto(f"{stack}/console?bbox=77.45,12.85,77.75,13.1{fragment}")
+    page.wait_for_selector("#summary div", timeout=10_000)
+
+
+def ops_token() -> str:
+    return tokens.issue("ops-console", "ops")
+
+
+def marker(page: Page, job_id: str) -> Any:
+    return page.locator(f'#jobs [data-job="{job_id}"]')
+
+
+def test_the_live_marketplace_on_the_map(visit: Visit, stack: str) -> None:
+    page = visit.page
+    open_console(page, stack, ops_token())
+    expect(page.locator("#mode")).to_have_text("Live")
+
+    business = Client(stack, "biz-console", "business")
+    washer = Client(stack, "washer-console", "worker")
+    washer.send("PUT", "/workers/me", {"skills": ["wash"]})
+    assert (
+        washer.send("PUT", "/workers/me/location", {"lat": 12.98, "lng": 77.6}).status_code == 204
+    )
+    expect(page.locator('#workers [data-worker="washer-console"]')).to_have_count(1, timeout=4000)
+    expect(page.locator('#workers [data-worker="washer-console"]')).to_have_class("worker-dot idle")
+
+    job = business.send("POST", "/jobs", job_body(["wash"], lat=12.9716, lng=77.5946)).json()
+    expect(marker(page, job["id"])).to_have_attribute("data-status", "open", timeout=SOON)
+    expect(marker(page, job["id"]).locator("title")).to_contain_text("open")
+    expect(page.locator("#open-jobs")).to_contain_text(job["id"][-6:])
+    # The worker standing 1 km away is offered it: the wave is drawn around the job.
+    expect(page.locator(f'#waves [data-job="{job["id"]}"]')).to_have_count(1, timeout=4000)
+
+    assert washer.send("POST", f"/jobs/{job['id']}/accept", {}).status_code == 200
+    expect(marker(page, job["id"])).to_have_attribute("data-status", "assigned", timeout=SOON)
+    lease = page.locator("#leases li", has_text=job["id"][-6:])
+    expect(lease).to_contain_text("left", timeout=SOON)  # counting down from ten minutes
+    first = lease.inner_text()
+    page.wait_for_timeout(1500)
+    assert lease.inner_text() != first, "the countdown moves"
+    expect(page.locator("#events")).to_contain_text("job.assigned")
+    visit.assert_clean()
+
+
+def test_a_lease_that_runs_out_shows_the_job_open_again(
+    visit: Visit, short_lease_stack: str
+) -> None:
+    page = visit.page
+    stack = short_lease_stack
+    open_console(page, stack, ops_token())
+    business = Client(stack, "biz-lease-console", "business")
+    silent = Client(stack, "silent-console", "worker")
+    silent.send("PUT", "/workers/me", {"skills": ["wash"]})
+    job = business.send("POST", "/jobs", job_body(["wash"])).json()
+    assert silent.send("POST", f"/jobs/{job['id']}/accept", {}).status_code == 200
+    expect(marker(page, job["id"])).to_have_attribute("data-status", "assigned", timeout=SOON)
+    lease = page.locator("#leases li", has_text=job["id"][-6:])
+    expect(lease).to_have_class("late", timeout=SOON)  # three seconds: under a minute, red
+    # Three seconds of lease, a sweep every second: open again, and the business heard.
+    expect(marker(page, job["id"])).to_have_attribute("data-status", "open", timeout=8000)
+    expect(page.locator("#events")).to_contain_text("job.reopened")
+    visit.assert_clean()
+
+
+@pytest.mark.parametrize("who", ["nobody", "a worker"])
+def test_without_an_ops_token_the_page_shows_no_data(visit: Visit, stack: str, who: str) -> None:
+    page = visit.page
+    business = Client(stack, "biz-hidden", "business")
+    business.send("POST", "/jobs", job_body())
+    token = None if who == "nobody" else tokens.issue("curious-worker", "worker")
+    open_console(page, stack, token)
+    expect(page.locator("#notice")).to_contain_text("needs an ops sign-in", timeout=4000)
+    page.wait_for_timeout(2500)  # every poll had its chance
+    assert page.locator("#jobs > *").count() == 0
+    assert page.locator("#workers > *").count() == 0
+    assert page.locator("#events li").count() == 0
+    assert page.locator("#open-jobs li").count() == 0
+    assert not visit.elsewhere
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_usable_on_a_desk_and_on_a_phone_and_by_keyboard(
+    visit: Visit, stack: str, width: int, height: int
+) -> None:
+    page = visit.page
+    page.set_viewport_size({"width": width, "height": height})
+    open_console(page, stack, ops_token())
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"{overflow} px wider than the screen"
+    box = page.locator("#map").bounding_box()
+    assert box is not None and box["width"] > (0.45 if width > 900 else 0.85) * width
+    focused = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        focused.append(page.evaluate("document.activeElement.id || document.activeElement.tagName"))
+    assert {"zoom-in", "zoom-out", "replay-file", "map"} <= set(focused), focused
+    page.locator("#map").focus()
+    before = page.url
+    page.keyboard.press("+")
+    page.keyboard.press("ArrowLeft")
+    assert page.url == before  # keys move the map, not the page
+    visit.assert_clean()
+
+
+def test_a_simulation_replays_on_the_same_map(visit: Visit, stack: str, replay_file: Path) -> None:
+    page = visit.page
+    open_console(page, stack, ops_token())
+    page.select_option("#replay-speed", "300")
+    page.set_input_files("#replay-file", str(replay_file))
+    expect(page.locator("#mode")).to_contain_text("Replay of tiny", timeout=4000)
+    expect(page.locator("#jobs > *").first).to_be_visible(timeout=8000)
+    expect(page.locator("#workers > *").first).to_be_visible(timeout=8000)
+    expect(page.locator("#events li").first).to_be_visible()
+    expect(page.locator("#mode")).to_contain_text("(ended)", timeout=15_000)
+    page.click("#replay-pause")
+    visit.assert_clean()
+
+
+@pytest.fixture(scope="module")
+def replay_file(
+    tmp_path_factory: pytest.TempPathFactory, admin_url: str, aws_stand_in: str, redis_url: str
+) -> Path:
+    """A real replay: three minutes of the tiny town, run against the real dispatch."""
+    import os
+
+    from sim import report, run
+    from sim.scenario import Scenario, load
+
+    raw = load(Path(__file__).parents[2] / "sim" / "scenarios" / "tiny.toml").model_dump()
+    city = Scenario.model_validate({**raw, "hours": 0.05, "speed": 60})
+    saved = dict(os.environ)
+    os.environ["DATABASE_URL"] = admin_url
+    try:
+        outcomes = run.run(city, tmp_path_factory.mktemp("sim-home"))
+        out = tmp_path_factory.mktemp("replay")
+        report.write(city, outcomes, out)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        from dispatch import db
+        from dispatch.config import settings
+
+        settings.cache_clear()
+        db.close()
+    (found,) = out.glob("replay-*.jsonl")
+    return found
