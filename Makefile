@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev lock simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
+.PHONY: browser dev lock screenshots simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -105,6 +105,10 @@ bench: $(STAMP)
 SCENARIO ?= sim/scenarios/district.toml
 simulate: $(STAMP)
 	$(BIN)/dispatch simulate $(SCENARIO)
+
+## The console's screenshots in docs/, from the district's replay (run `make simulate` first).
+screenshots: $(STAMP) browser
+	$(BIN)/python -m tests.browser.screenshots sim/runs/district/replay-seed-waves.jsonl docs
 
 ## Load and soak: clients against the local stack, then the history checker.
 bench-soak: $(STAMP)

@@ -33,7 +33,9 @@ NO_VERSION = AcceptJob()  # an empty body means {}
 @app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, responses=ACCEPT_ANSWERS)
 def accept_job(job_id: UUID, claim: Annotated[AcceptJob, Body()] = NO_VERSION) -> Response[Any]:
     worker, version = app.caller, claim.version
-    answer = app.idempotent(lambda conn: commands.accept_job(conn, job_id, worker.id, version))
+    answer = app.answered(
+        lambda conn, key: commands.accept_job(conn, job_id, worker.id, version, key)
+    )
     if not answer.headers.get("Idempotent-Replayed"):
         count("AcceptsWon" if answer.status_code == 200 else "AcceptsLost")
     return answer

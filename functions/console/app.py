@@ -48,12 +48,13 @@ def page(body: str, content_type: str) -> Response[Any]:
     )
 
 
-@app.endpoint("GET", "/console", roles=None)
+# Pages, not API operations: left out of the OpenAPI document.
+@app.endpoint("GET", "/console", roles=None, include_in_schema=False)
 def console() -> Response[Any]:
     return page(SERVED["index.html"].read_text(), TYPES[".html"])
 
 
-@app.endpoint("GET", "/console/<asset>", roles=None)
+@app.endpoint("GET", "/console/<asset>", roles=None, include_in_schema=False)
 def asset(asset: str) -> Response[Any]:
     if asset == "config.json":
         s = settings()

@@ -16,7 +16,9 @@ app = DispatchResolver()
 @app.endpoint("POST", "/jobs", roles={Role.BUSINESS}, responses=answers(201, Job, *KEYED_WRITE))
 def create_job(job: CreateJob) -> Response[Any]:
     business = app.caller
-    return app.idempotent(lambda conn: commands.create_job(conn, business.id, job), status=201)
+    return app.answered(
+        lambda conn, key: commands.create_job(conn, business.id, job, key), status=201
+    )
 
 
 lambda_handler = entrypoint(app)

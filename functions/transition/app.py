@@ -43,8 +43,10 @@ app = DispatchResolver()
 )
 def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
     caller = app.caller
-    return app.idempotent(
-        lambda conn: commands.transition(conn, job_id, caller, request.event, request.version)
+    return app.answered(
+        lambda conn, key: commands.transition(
+            conn, job_id, caller, request.event, request.version, key
+        )
     )
 
 
@@ -64,8 +66,10 @@ def create_photo(request: PhotoRequest) -> Response[Any]:
 )
 def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[Any]:
     worker = app.caller
-    return app.idempotent(
-        lambda conn: commands.attach_photo(conn, job_id, worker.id, slot, request.photo_id)
+    return app.answered(
+        lambda conn, key: commands.attach_photo(
+            conn, job_id, worker.id, slot, request.photo_id, key
+        )
     )
 
 
@@ -79,8 +83,9 @@ def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[An
 )
 def rate(job_id: UUID, request: RateJob) -> Response[Any]:
     business = app.caller
-    return app.idempotent(
-        lambda conn: commands.rate_job(conn, job_id, business.id, request.stars), status=201
+    return app.answered(
+        lambda conn, key: commands.rate_job(conn, job_id, business.id, request.stars, key),
+        status=201,
     )
 
 

@@ -62,6 +62,15 @@ class KeyedRequest:
     fingerprint: str
     request_id: str
 
+    def answering(self, status: int) -> dict[str, Any]:
+        """The parameters of a statement that records this key with its answer itself."""
+        return {
+            "principal": self.principal,
+            "key": self.key,
+            "fingerprint": self.fingerprint,
+            "answer_status": status,
+        }
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -98,6 +107,34 @@ def execute(
             raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
         raise
     return answer if answer is not None else _replay(conn, request)
+
+
+def execute_answered(
+    conn: Connection,
+    request: KeyedRequest,
+    command: Callable[[Connection, KeyedRequest], Resource],
+    success_status: int,
+) -> Answer:
+    """A command whose one statement records the key with its answer (one round trip, in
+    autocommit: the statement is its own transaction). A key already taken makes the statement
+    fail on idempotency_keys_pkey and undo itself: the stored answer is replayed (or 422). A
+    twin still running holds the key: the statement waits for it, up to lock_timeout. A
+    command that changed nothing raises its refusal, stored as any business error is."""
+    try:
+        result = command(conn, request)
+    except DispatchError as error:
+        if error.status >= 500:
+            raise
+        return _store_business_error(conn, request, error)
+    except errors.UniqueViolation as error:
+        if error.diag.constraint_name != "idempotency_keys_pkey":
+            raise
+        return _replay(conn, request)
+    except errors.LockNotAvailable as error:
+        if "idempotency_keys" in (error.diag.context or ""):
+            raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
+        raise
+    return Answer(success_status, result.to_json())
 
 
 def _claim_and_run(

@@ -7,8 +7,7 @@ values and the bus carries the very same, so the two can never disagree.
 """
 
 import json
-import types
-from typing import Any, Self, Union, get_args, get_origin
+from typing import Any, Self
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -31,18 +30,22 @@ class Resource(BaseModel):
         return None
 
     def to_json(self) -> str:
-        return json.dumps(self.document(), separators=(",", ":"), ensure_ascii=False)
+        # The form Postgres prints jsonb in, so that an answer made by the database and one
+        # made here read alike.
+        return json.dumps(self.document(), ensure_ascii=False)
 
 
 class Document(Resource):
-    """An output written by Postgres: parsed for its types, sent with its own values."""
+    """An output written by Postgres: parsed for its types, sent with its own values (and, when
+    the statement gave it, its own text: what an idempotent replay will send again)."""
 
     _document: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _text: str | None = PrivateAttr(None)
 
     @classmethod
-    def from_document(cls, document: dict[str, Any]) -> Self:
+    def from_document(cls, document: dict[str, Any], text: str | None = None) -> Self:
         parsed = cls.model_validate(document)
-        parsed._document = document
+        parsed._document, parsed._text = document, text
         return parsed
 
     @classmethod
@@ -50,25 +53,7 @@ class Document(Resource):
         return cls.from_document(json.loads(text))
 
     def document(self) -> dict[str, Any]:
-        # The database's values in the model's field order (jsonb keeps an order of its own).
-        ordered: dict[str, Any] = _in_field_order(type(self), self._document)
-        return ordered
+        return self._document
 
-
-def _in_field_order(kind: Any, value: Any) -> Any:
-    """`value` with every object's keys in the order the model `kind` declares them."""
-    if get_origin(kind) in (Union, types.UnionType):
-        models = [k for k in get_args(kind) if k is not type(None)]
-        return _in_field_order(models[0], value) if len(models) == 1 else value
-    if get_origin(kind) is list and isinstance(value, list):
-        (item,) = get_args(kind)
-        return [_in_field_order(item, v) for v in value]
-    if isinstance(kind, type) and issubclass(kind, BaseModel) and isinstance(value, dict):
-        fields = kind.model_fields
-        ordered = {
-            name: _in_field_order(fields[name].annotation, value[name])
-            for name in fields
-            if name in value
-        }
-        return ordered | {name: v for name, v in value.items() if name not in ordered}
-    return value
+    def to_json(self) -> str:
+        return self._text if self._text is not None else super().to_json()

@@ -69,6 +69,7 @@ def visit(browser: Browser, stack: str) -> Iterator[Visit]:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     seen = Visit(page)
+
     def only_the_stack(route: Route) -> None:
         url = route.request.url
         if urlsplit(url).scheme in ("data", "blob") or urlsplit(url).hostname in LOOPBACK:

@@ -44,8 +44,10 @@ def test_each_handler_declares_exactly_its_template_routes() -> None:
         assert set(app._access) == keys, code_uri
 
 
-def test_only_health_is_public() -> None:
-    assert {r.route_key for r in routes() if not r.authorized} == {"GET /health"}
+def test_only_health_and_the_console_page_are_public() -> None:
+    """The console's page holds no data: every call it makes needs an ops token."""
+    public = {r.route_key for r in routes() if not r.authorized}
+    assert public == {"GET /health", "GET /console", "GET /console/{asset}"}
 
 
 def test_functions_live_where_the_layout_says() -> None:

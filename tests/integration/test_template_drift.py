@@ -31,6 +31,17 @@ NEEDS = {
 }
 
 
+# Functions that never reach the database (the console serves files), and stay that way.
+NO_DATABASE = {"ConsoleFunction"}
+
+
+def test_what_never_reaches_the_database_does_not_import_it() -> None:
+    for logical_id in NO_DATABASE:
+        code = load_template()["Resources"][logical_id]["Properties"]["CodeUri"]
+        text = (REPO_ROOT / code / "app.py").read_text()
+        assert "dispatch import db" not in text and "dispatch.db" not in text, logical_id
+
+
 def environment_of(logical_id: str) -> set[str]:
     template = load_template()
     names = set(template["Globals"]["Function"]["Environment"]["Variables"])
@@ -91,7 +102,7 @@ def test_every_function_may_connect_to_the_database_it_is_given() -> None:
     """With the database created here, functions sign in with IAM tokens (db.iam_token)."""
     template = load_template()
     for logical_id, res in template["Resources"].items():
-        if res["Type"] != "AWS::Serverless::Function":
+        if res["Type"] != "AWS::Serverless::Function" or logical_id in NO_DATABASE:
             continue
         connect = {
             "If": ["CreateDatabase", {"Ref": "DatabaseConnectPolicy"}, {"Ref": "AWS::NoValue"}]

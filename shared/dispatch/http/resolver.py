@@ -131,23 +131,50 @@ class DispatchResolver(APIGatewayHttpResolver):
         return None
 
     # -- running a state change -----------------------------------------------------------
+    def answered(
+        self,
+        command: Callable[[db.Connection, idempotency.KeyedRequest], Resource],
+        status: int = 200,
+        then: Callable[[Resource], None] | None = None,
+    ) -> Response[Any]:
+        """Run `command` under the caller's Idempotency-Key when its one statement records the
+        key with its answer (the job commands): one round trip."""
+        return self._keyed(
+            lambda conn, request, run: idempotency.execute_answered(conn, request, run, status),
+            command,
+            then,
+        )
+
     def idempotent(
         self,
         command: Callable[[db.Connection], Resource],
         status: int = 200,
         then: Callable[[Resource], None] | None = None,
     ) -> Response[Any]:
-        """Run `command` under the caller's Idempotency-Key; answer with it or its replay.
-        After a fresh success commits, the changed job's events are relayed and `then` runs
-        (best effort: neither can fail the request that already committed)."""
+        """Run `command` under the caller's Idempotency-Key when its answer is made here (a
+        presigned upload URL): the key and the change in one transaction, two round trips."""
+        return self._keyed(
+            lambda conn, request, run: idempotency.execute(conn, request, run, status),
+            command,
+            then,
+        )
+
+    def _keyed(
+        self,
+        execute: Callable[..., idempotency.Answer],
+        command: Callable[..., Resource],
+        then: Callable[[Resource], None] | None,
+    ) -> Response[Any]:
+        """The answer or its replay; after a fresh success commits, the changed job's events
+        are relayed and `then` runs (best effort: neither fails what already committed)."""
         request = self._keyed_request()
         produced: list[Resource] = []
 
-        def run(conn: db.Connection) -> Resource:
-            produced.append(result := command(conn))
+        def run(conn: db.Connection, *key: idempotency.KeyedRequest) -> Resource:
+            produced.append(result := command(conn, *key))
             return result
 
-        answer = db.run(lambda conn: idempotency.execute(conn, request, run, status))
+        answer = db.run(lambda conn: execute(conn, request, run))
         if answer.status < 300 and not answer.replayed:
             if (job_id := produced[-1].changed_job()) is not None:
                 relay.after_commit(db.connection(), job_id)  # the change's events, now

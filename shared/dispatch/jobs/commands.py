@@ -1,14 +1,19 @@
-"""Commands that change jobs. Each is one conditional statement plus its event."""
+"""Commands that change jobs. Each is one conditional statement plus its event; given the
+caller's idempotency key, the same statement records the key with its answer (one round
+trip), and a change that matched nothing reads why, once."""
 
-from typing import Any, LiteralString
+import json
+from typing import Any
 from uuid import UUID
 
 from psycopg import errors
+from psycopg.rows import DictRow
 
 from dispatch.auth import Caller
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
+from dispatch.idempotency import KeyedRequest
 from dispatch.jobs import geo, rules, sql
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS
 from dispatch.jobs.models import (
@@ -19,11 +24,17 @@ from dispatch.jobs.models import (
     Photo,
     TransitionEvent,
 )
+from dispatch.outbox.sql import Change
 
 
-def create_job(conn: Connection, business_id: str, spec: CreateJob) -> Job:
-    row = conn.execute(
+def create_job(
+    conn: Connection, business_id: str, spec: CreateJob, key: KeyedRequest | None = None
+) -> Job:
+    row = run(
+        conn,
         sql.CREATE_JOB,
+        key,
+        201,
         {
             "business_id": business_id,
             "lat": spec.location.lat,
@@ -36,12 +47,18 @@ def create_job(conn: Connection, business_id: str, spec: CreateJob) -> Job:
             "actor": business_id,
             **geo.cells_of(spec.location.lat, spec.location.lng),
         },
-    ).fetchone()
+    )
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
-    return Job.from_document(row["document"])
+    return Job.from_document(row["document"], row["answer"])
 
 
-def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | None) -> Job:
+def accept_job(
+    conn: Connection,
+    job_id: UUID,
+    worker_id: str,
+    version: int | None,
+    key: KeyedRequest | None = None,
+) -> Job:
     params: dict[str, Any] = {
         "job_id": job_id,
         "worker_id": worker_id,
@@ -51,7 +68,7 @@ def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | No
         "actor": worker_id,
     }
     try:
-        row = conn.execute(sql.ACCEPT_JOB, params).fetchone()
+        row = run(conn, sql.ACCEPT_JOB, key, 200, params)
     except errors.UniqueViolation as error:
         # Two accepts by one worker on two jobs at once: the one-live-job index decided.
         if error.diag.constraint_name == "jobs_one_live_job_per_worker":
@@ -60,11 +77,16 @@ def accept_job(conn: Connection, job_id: UUID, worker_id: str, version: int | No
     if row is None:
         facts = conn.execute(sql.ACCEPT_FAILURE_FACTS, params).fetchone()
         raise DispatchError(rules.accept_refusal(facts, worker_id, version))
-    return Job.from_document(row["document"])
+    return Job.from_document(row["document"], row["answer"])
 
 
 def transition(
-    conn: Connection, job_id: UUID, caller: Caller, event: TransitionEvent, version: int
+    conn: Connection,
+    job_id: UUID,
+    caller: Caller,
+    event: TransitionEvent,
+    version: int,
+    key: KeyedRequest | None = None,
 ) -> Job:
     move = MACHINE[event]
     if not caller.has(move.actor.role):
@@ -81,15 +103,20 @@ def transition(
         "lease_seconds": settings().lease_seconds,
         "event_type": move.event_type,
     }
-    row = conn.execute(sql.TRANSITION_JOB, params).fetchone()
+    row = run(conn, sql.TRANSITION_JOB, key, 200, params)
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         raise DispatchError(rules.transition_refusal(facts, caller.id, version, move))
-    return Job.from_document(row["document"])
+    return Job.from_document(row["document"], row["answer"])
 
 
 def attach_photo(
-    conn: Connection, job_id: UUID, worker_id: str, slot: Photo, photo_id: UUID
+    conn: Connection,
+    job_id: UUID,
+    worker_id: str,
+    slot: Photo,
+    photo_id: UUID,
+    key: KeyedRequest | None = None,
 ) -> Job:
     params: dict[str, Any] = {
         "job_id": job_id,
@@ -99,16 +126,22 @@ def attach_photo(
         "photo_id": photo_id,
         "event_type": JobEventType.PHOTO_ATTACHED,
     }
-    row = conn.execute(sql.ATTACH_PHOTO, params).fetchone()
+    row = run(conn, sql.ATTACH_PHOTO, key, 200, params)
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         slot_status = PHOTO_SLOT_STATUS[slot]
         refusal = rules.attach_refusal(facts, worker_id, photo_id, slot, slot_status)
         raise DispatchError(*refusal)
-    return Job.from_document(row["document"])
+    return Job.from_document(row["document"], row["answer"])
 
 
-def rate_job(conn: Connection, job_id: UUID, business_id: str, stars: int) -> JobRating:
+def rate_job(
+    conn: Connection,
+    job_id: UUID,
+    business_id: str,
+    stars: int,
+    key: KeyedRequest | None = None,
+) -> JobRating:
     params: dict[str, Any] = {
         "job_id": job_id,
         "actor": business_id,
@@ -118,11 +151,20 @@ def rate_job(conn: Connection, job_id: UUID, business_id: str, stars: int) -> Jo
     }
     # Two ratings at once: the second waits for the first's row lock, then its WHERE sees the
     # rating and matches nothing (jobs_rated_once guards every other writer).
-    row = conn.execute(sql.RATE_JOB, params).fetchone()
+    row = run(conn, sql.RATE_JOB, key, 201, params)
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         raise DispatchError(rules.rating_refusal(facts, business_id))
-    return JobRating(job_id=job_id, worker_id=row["assignee_id"], stars=stars)
+    return JobRating.from_document(json.loads(row["answer"]), row["answer"])
+
+
+def run(
+    conn: Connection, change: Change, key: KeyedRequest | None, status: int, params: dict[str, Any]
+) -> DictRow | None:
+    """The change alone, or with the caller's key and its answer in the same statement."""
+    if key is None:
+        return conn.execute(change.plain, params).fetchone()
+    return conn.execute(change.keyed, {**params, **key.answering(status)}).fetchone()
 
 
 SWEEPER = "system:lease-sweeper"
@@ -139,10 +181,11 @@ def expire_ended(conn: Connection, batch_size: int) -> list[Job]:
 
 
 def _sweep(
-    conn: Connection, statement: LiteralString, event_type: JobEventType, batch_size: int
+    conn: Connection, statement: Change, event_type: JobEventType, batch_size: int
 ) -> list[Job]:
     with conn.transaction():
         rows = conn.execute(
-            statement, {"batch_size": batch_size, "event_type": event_type, "actor": SWEEPER}
+            statement.plain,
+            {"batch_size": batch_size, "event_type": event_type, "actor": SWEEPER},
         ).fetchall()
-    return [Job.from_document(row["document"]) for row in rows]
+    return [Job.from_document(row["document"], row["answer"]) for row in rows]

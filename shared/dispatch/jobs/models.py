@@ -185,7 +185,7 @@ class NearbyJobs(Resource):
         return {"jobs": [job.document() for job in self.jobs]}
 
 
-class JobRating(Resource):
+class JobRating(Document):
     job_id: UUID
     worker_id: str
     stars: int

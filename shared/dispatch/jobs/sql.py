@@ -149,6 +149,7 @@ rated AS (
        SET ratings = workers.ratings + 1, stars = workers.stars + excluded.stars,
            updated_at = now()
 )""",
+    answer="jsonb_build_object('job_id', id, 'worker_id', assignee_id, 'stars', rating)",
 )
 
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping

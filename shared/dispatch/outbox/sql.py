@@ -7,20 +7,43 @@ without its event cannot be committed, and `job_events_one_per_change` (unique j
 version) makes a second event for the same change impossible.
 """
 
+from dataclasses import dataclass
 from typing import LiteralString
 
 
-def with_event(change: LiteralString, also: LiteralString = "") -> LiteralString:
+@dataclass(frozen=True)
+class Change:
+    """A change of jobs with its event, in two forms. `plain` alone; `keyed` also records the
+    caller's idempotency key with its answer in the same statement, so that the key, the
+    change, the event and the answer commit together in one round trip (a key already taken
+    raises idempotency_keys_pkey, and the statement undoes itself)."""
+
+    plain: LiteralString
+    keyed: LiteralString
+
+
+def with_event(
+    change: LiteralString, also: LiteralString = "", answer: LiteralString = "document"
+) -> Change:
     """`change` with its event; `also`, further data-modifying CTEs over `changed` that must
-    commit with it (a rating updates the worker's)."""
-    return f"""
+    commit with it (a rating updates the worker's); `answer`, the success body as an
+    expression over `changed` (the Job by default). Rows come back with `answer` as text."""
+    head = f"""
 WITH changed AS ({change}),
 event AS (
     INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
     SELECT id, %(event_type)s, version, %(actor)s, updated_at, document FROM changed
-){also}
-SELECT * FROM changed
+){also},
+answers AS (SELECT *, ({answer})::text AS answer FROM changed)"""
+    keyed = """,
+answered AS (
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s, %(key)s, %(fingerprint)s, %(answer_status)s, answer FROM answers
+)"""
+    tail = """
+SELECT * FROM answers
 """
+    return Change(head + tail, head + keyed + tail)
 
 
 # -- delivery -------------------------------------------------------------------------------

@@ -1,0 +1,151 @@
+"""Cold start: what a new Lambda environment pays before its first request, per function.
+
+    make bench-coldstart            (or: python -m bench.coldstart [--runs 9])
+
+For every function of the template, a fresh interpreter imports the handler from its Lambda
+layout (the function's folder, then the layer's `dispatch` package, then the third-party
+packages standing in for the layer's) and parses the settings, as the runtime's init does;
+the median of several runs. The floor, measured in the same run the same way: a bare
+Powertools HTTP resolver with validation and one pydantic-typed route, plus psycopg, which is
+what any database-backed API route must import. Aim: every API function at most 1.3x the floor.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import site
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from dispatch_local import REPO_ROOT
+from dispatch_local.template import load_template
+
+RESULTS = Path(__file__).parent / "results"
+ENVIRONMENT = {
+    "PATH": "/usr/bin:/bin",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "DATABASE_URL": "postgresql://dispatch_admin@proxy.example:5432/dispatch?sslmode=require",
+    "PHOTO_BUCKET": "dispatch-photos-dev",
+    "POWERTOOLS_SERVICE_NAME": "dispatch",
+}
+TIMED = """
+import sys, time
+began = time.perf_counter()
+sys.path[:0] = {path!r}
+{body}
+print(time.perf_counter() - began)
+"""
+FUNCTION = "import app\nfrom dispatch.config import settings\nsettings()"
+FLOOR = """
+from typing import Annotated
+import psycopg
+from pydantic import BaseModel
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+resolver = APIGatewayHttpResolver(enable_validation=True)
+
+class Body(BaseModel):
+    version: int | None = None
+
+@resolver.post("/jobs/<job_id>/accept")
+def accept(job_id: str, body: Body) -> dict:
+    return {}
+"""
+
+
+def third_party() -> list[str]:
+    return [p for p in site.getsitepackages() if p.endswith("site-packages")]
+
+
+def once(path: list[str], body: str, cwd: Path) -> float:
+    script = TIMED.format(path=path, body=body)
+    # -S: no site processing (the editable install's hooks would add the repository).
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=ENVIRONMENT,
+        check=True,
+        timeout=120,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def functions() -> dict[str, str]:
+    """Logical id -> code folder, and whether an HTTP API event reaches it."""
+    found = {}
+    for logical_id, resource in load_template()["Resources"].items():
+        if resource.get("Type") == "AWS::Serverless::Function":
+            found[logical_id] = resource["Properties"]["CodeUri"]
+    return found
+
+
+def api_functions() -> set[str]:
+    return {
+        logical_id
+        for logical_id, resource in load_template()["Resources"].items()
+        if resource.get("Type") == "AWS::Serverless::Function"
+        and any(
+            e.get("Type") == "HttpApi"
+            for e in (resource["Properties"].get("Events") or {}).values()
+        )
+    }
+
+
+def measure(runs: int) -> dict[str, float]:
+    """Median seconds per function and for the floor, interleaved run by run."""
+    work = Path(tempfile.mkdtemp(prefix="coldstart-"))
+    layer = work / "opt" / "python"
+    shutil.copytree(REPO_ROOT / "shared" / "dispatch", layer / "dispatch")
+    tasks = {}
+    for logical_id, code_uri in functions().items():
+        task = work / "task" / logical_id
+        shutil.copytree(REPO_ROOT / code_uri, task, symlinks=False)
+        tasks[logical_id] = task
+    samples: dict[str, list[float]] = {name: [] for name in ["floor", *tasks]}
+    for _ in range(runs):
+        samples["floor"].append(once(third_party(), FLOOR, work))
+        for logical_id, task in tasks.items():
+            path = [str(task), str(layer), *third_party()]
+            samples[logical_id].append(once(path, FUNCTION, task))
+    shutil.rmtree(work, ignore_errors=True)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def report(medians: dict[str, float]) -> str:
+    floor = medians["floor"]
+    api = api_functions()
+    lines = [
+        "| function | import + settings, median ms | x floor | aim |",
+        "| --- | ---: | ---: | --- |",
+        f"| floor: Powertools resolver with validation + psycopg | {floor * 1000:.0f} | 1.00 | |",
+    ]
+    for name, seconds in sorted(medians.items(), key=lambda kv: kv[1]):
+        if name == "floor":
+            continue
+        ratio = seconds / floor
+        aim = ("met" if ratio <= 1.3 else "not met") if name in api else "reported"
+        lines.append(f"| {name} | {seconds * 1000:.0f} | {ratio:.2f} | {aim} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.coldstart", description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=9)
+    args = parser.parse_args(argv)
+    medians = measure(args.runs)
+    text = report(medians)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "coldstart.md").write_text(text + "\n")
+    (RESULTS / "coldstart.json").write_text(json.dumps(medians))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    main(sys.argv[1:])
