@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from uuid import UUID
 
-from bench.common import Timing, bench_database, timing
+from bench.common import Timing, bench_database, environment_restored, timing
 from dispatch import db
 from dispatch.config import settings
 from dispatch.outbox import relay
@@ -103,6 +103,11 @@ BACKLOG_SENT = "UPDATE job_events SET published_at = now() WHERE published_at IS
 
 def accept_under_backlog(url: str, accepts: int, backlog_events: int) -> dict[str, Timing]:
     """p50/p99 of the accept handler with and without a backlog of other jobs' events."""
+    with environment_restored("OUTBOX_QUEUE_URL"):
+        return _accept_under_backlog(url, accepts, backlog_events)
+
+
+def _accept_under_backlog(url: str, accepts: int, backlog_events: int) -> dict[str, Timing]:
     from bench.accept import api_gateway_event
     from dispatch_local.events import LambdaContext
     from dispatch_local.template import handler_of, routes
@@ -168,13 +173,10 @@ def run(url: str, events: int, naive_events: int, moto_events: int) -> dict[str,
     backlog(url, events)
     rates["naive"] = naive_rate(url, naive_events)
     if moto_events:
-        from dispatch_local import embedded
-
-        embedded.use_aws_stand_in(embedded.aws())
-        os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox("dispatch-bench")
-        settings.cache_clear()
-        backlog(url, moto_events)
-        rates["relay through SQS (moto)"] = relay_rate(url, relay.sqs_send)
+        with environment_restored("OUTBOX_QUEUE_URL"):
+            fresh_queue("dispatch-bench")
+            backlog(url, moto_events)
+            rates["relay through SQS (moto)"] = relay_rate(url, relay.sqs_send)
     return rates
 
 

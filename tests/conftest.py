@@ -58,13 +58,35 @@ def drop_database(admin_url: str, url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# Where the functions send their events, photos and metrics. A test that points one elsewhere
+# must put it back: every later test would otherwise talk to another queue (a benchmark's once
+# did, and a dead-letter test read the wrong DLQ; another turned metrics off for the rest).
+SHARED_DESTINATIONS = (
+    "AWS_ENDPOINT_URL",
+    "EVENT_BUS_NAME",
+    "OUTBOX_QUEUE_URL",
+    "OFFER_QUEUE_URL",
+    "PHOTO_BUCKET",
+    "REDIS_URL",
+    "POWERTOOLS_METRICS_DISABLED",
+)
+
+
 @pytest.fixture(autouse=True)
-def real_services(request: pytest.FixtureRequest) -> None:
+def real_services(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every tier but tests/unit talks to real services: moto for AWS, a real Redis (each
-    started once per session). The unit tier needs none of them: `make unit` runs alone."""
-    if "unit" not in request.node.path.relative_to(REPO_ROOT / "tests").parts[:1]:
-        request.getfixturevalue("aws_stand_in")
-        request.getfixturevalue("redis_url")
+    started once per session). The unit tier needs none of them: `make unit` runs alone.
+    No test leaves them pointed elsewhere."""
+    if "unit" in request.node.path.relative_to(REPO_ROOT / "tests").parts[:1]:
+        yield
+        return
+    request.getfixturevalue("aws_stand_in")
+    request.getfixturevalue("redis_url")
+    before = {name: os.environ.get(name) for name in SHARED_DESTINATIONS}
+    yield
+    after = {name: os.environ.get(name) for name in SHARED_DESTINATIONS}
+    changed = {n: (before[n], after[n]) for n in SHARED_DESTINATIONS if before[n] != after[n]}
+    assert not changed, f"this test left the services pointed elsewhere: {changed}"
 
 
 @pytest.fixture(scope="session")
