@@ -1,8 +1,8 @@
 """GET /jobs/nearby: exact at the edge, right across the antimeridian and near the poles,
-nearest first, qualified and open only, through the cell index (no extension)."""
+nearest first, qualified and open only, in one statement through core Postgres's
+nearest-neighbour index (no extension)."""
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -92,7 +92,7 @@ def test_only_open_jobs_the_worker_is_qualified_for(api: Api, conn: Connection) 
     assert taken["id"] not in near_taken
 
 
-def test_wide_searches_use_coarser_cells_and_stay_exact(api: Api, conn: Connection) -> None:
+def test_wide_searches_stay_exact(api: Api, conn: Connection) -> None:
     make_worker(api, WASHER)
     inside = job_at(conn, *destination(45, 7, 120, 39_000))
     job_at(conn, *destination(45, 7, 300, 41_000))
@@ -114,32 +114,53 @@ def test_limit_and_radius_bounds(api: Api, conn: Connection) -> None:
     assert business.status == 403
 
 
-def test_the_search_goes_through_the_cell_index(conn: Connection) -> None:
-    for n in range(3_000):
-        job_at(conn, *destination(12.97, 77.59, (n * 37) % 360, (n * 97) % 60_000))
+def index_reads(conn: Connection) -> int:
+    """Index entries of open jobs read so far (the server's own count, flushed first)."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'jobs_open_mercator'"
+    ).fetchone()
+    assert row is not None
+    return int(row["idx_tup_read"])
+
+
+def fill_city(conn: Connection, jobs: int = 3_000) -> None:
+    for n in range(jobs):
+        job_at(conn, *destination(12.97, 77.59, (n * 37) % 360, (n * 97) % 6_000))
     conn.execute("ANALYZE jobs")
-    resolution, cells, _ = next(queries.geo.ring_bands(12.97, 77.59, 3_000))
-    params = {
-        "lat": 12.97,
-        "lng": 77.59,
-        "cells": cells,
-        "worker_id": "w",
-        "radius_m": 3000,
-        "limit": 50,
-    }
-    plan = "\n".join(
-        r["QUERY PLAN"]
-        for r in conn.execute("EXPLAIN " + queries.sql.NEARBY_JOBS[resolution], params)
+
+
+def test_a_dense_place_is_answered_by_a_short_walk(conn: Connection) -> None:
+    """The index is walked from the point and the walk stops once the answer is proved: it
+    reads about as many jobs as it returns, not the hundreds the circle holds."""
+    fill_city(conn)
+    in_circle = sum(
+        1
+        for row in conn.execute("SELECT lat, lng FROM jobs").fetchall()
+        if haversine(12.97, 77.59, row["lat"], row["lng"]) <= 3_000
     )
-    assert f"jobs_open_cell_r{resolution}" in plan, plan
-    assert "Seq Scan on jobs" not in plan, plan
+    before = index_reads(conn)
+    found = queries.nearby_jobs(conn, "w", 12.97, 77.59, 3_000, 50).jobs
+    read = index_reads(conn) - before
+    assert len(found) == 50 and in_circle > 600
+    assert read < 80, (read, in_circle)
 
 
-@pytest.fixture(autouse=True)
-def default_sparse_rows() -> Iterator[None]:
-    before = queries.SPARSE_ROWS
-    yield
-    queries.SPARSE_ROWS = before
+def test_one_statement_dense_or_sparse(conn: Connection) -> None:
+    """One round trip in a dense city and in open country alike (counted on the wire)."""
+    fill_city(conn, 500)
+    far = job_at(conn, *destination(30.0, 10.0, 45, 2_800))
+    job_at(conn, *destination(30.0, 10.0, 90, 3_200))  # just outside
+    for lat, lng, expected in ((30.0, 10.0, 1), (12.97, 77.59, 50)):
+        found: list[Any] = []
+        wire = traced(
+            lambda lat=lat, lng=lng, found=found: found.extend(
+                queries.nearby_jobs(db.connection(), "w", lat, lng, 3_000, 50).jobs
+            )
+        )
+        assert len(found) == expected and len(wire.statements) == 1, wire.statements
+    assert [str(j.id) for j in queries.nearby_jobs(conn, "w", 30.0, 10.0, 3_000, 50).jobs] == [far]
 
 
 @pytest.mark.parametrize("radius", ["5e-324", "1e-300", "0.001"])
@@ -154,20 +175,6 @@ def test_the_tiniest_radius_finds_only_what_is_right_there(
     assert [(j["id"], j["distance_m"]) for j in reply.body["jobs"]] == [(here, 0.0)]
 
 
-def test_a_sparse_place_takes_one_coarse_query(conn: Connection) -> None:
-    """In open country the first band finds nothing: one query over the coarse cells covering
-    the circle answers, where the walk would have needed three (counted on the wire)."""
-    far = job_at(conn, *destination(30.0, 10.0, 45, 2_800))
-    job_at(conn, *destination(30.0, 10.0, 90, 3_200))  # just outside
-    found: list[Any] = []
-    wire = traced(
-        lambda: found.extend(queries.nearby_jobs(db.connection(), "w", 30.0, 10.0, 3_000, 50).jobs)
-    )
-    assert [str(j.id) for j in found] == [far]
-    assert len(wire.statements) == 2 and "cell_r7" in wire.statements[-1]
-    assert len(list(queries.geo.ring_bands(30.0, 10.0, 3_000))) == 3
-
-
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -175,23 +182,25 @@ def test_a_sparse_place_takes_one_coarse_query(conn: Connection) -> None:
     lat=st.floats(-89.9, 89.9),
     lng=st.floats(-180, 180),
     radius=st.sampled_from([500, 3_000, 12_000, 45_000]),
-    sparse_rows=st.sampled_from([0, queries.SPARSE_ROWS]),
+    crowd=st.integers(0, 60),
 )
 def test_same_answer_as_brute_force(
-    conn: Connection, lat: float, lng: float, radius: int, sparse_rows: int
+    conn: Connection, lat: float, lng: float, radius: int, crowd: int
 ) -> None:
-    """Both ways of searching (the ring walk alone, and the coarse shortcut where the first
-    band shows a sparse place) return exactly what brute force says."""
-    queries.SPARSE_ROWS = sparse_rows  # restored by the fixture below
+    """Whatever the place and however crowded: exactly what brute force says, nearest first,
+    with a limit too (the walk settles early, or the cap is searched whole)."""
     conn.execute("TRUNCATE jobs, job_events CASCADE")
     # Distances from 0.1 to 2 radii, none within 0.5% of the edge (where the last bits of two
-    # floating-point computations could disagree).
+    # floating-point computations could disagree), and a crowd scattered inside.
     factors = [0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99, 0.995, 1.005, 1.01, 1.05, 1.2, 1.5, 2.0]
+    factors += [0.02 + 0.97 * ((i * 0.618034) % 1) for i in range(crowd)]
     points = [destination(lat, lng, (i * 47) % 360, radius * f) for i, f in enumerate(factors)]
     ids = {job_at(conn, *p): p for p in points}
     expected = {i for i, p in ids.items() if haversine(lat, lng, *p) <= radius}
     found = queries.nearby_jobs(conn, "w", lat, lng, radius, 200).jobs
     assert {str(j.id) for j in found} == expected
-    # With a small limit the search stops early: it must still return the true nearest.
-    nearest = sorted(expected, key=lambda i: haversine(lat, lng, *ids[i]))[:3]
-    assert [str(j.id) for j in queries.nearby_jobs(conn, "w", lat, lng, radius, 3).jobs] == nearest
+    # With a small limit the walk stops early: it must still return the true nearest.
+    for limit in (3, 10):
+        nearest = sorted(expected, key=lambda i: haversine(lat, lng, *ids[i]))[:limit]
+        answer = queries.nearby_jobs(conn, "w", lat, lng, radius, limit).jobs
+        assert [str(j.id) for j in answer] == nearest

@@ -14,7 +14,7 @@ from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
 from dispatch.idempotency import KeyedRequest
-from dispatch.jobs import geo, rules, sql
+from dispatch.jobs import rules, sql
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS
 from dispatch.jobs.models import (
     CreateJob,
@@ -45,7 +45,6 @@ def create_job(
             "min_rating": spec.min_rating,
             "event_type": JobEventType.CREATED,
             "actor": business_id,
-            **geo.cells_of(spec.location.lat, spec.location.lng),
         },
     )
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises

@@ -5,16 +5,13 @@ claimers exactly one matches and the rest match zero rows. No SELECT ... FOR UPD
 advisory lock, no retry loop.
 """
 
-from typing import LiteralString
-
 from dispatch.outbox.sql import with_event
 
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
-    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating,
-                      cell_r7, cell_r8, cell_r9)
+    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating)
     VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
-            %(min_rating)s, %(cell_r7)s, %(cell_r8)s, %(cell_r9)s)
+            %(min_rating)s)
     RETURNING *, dispatch_job(jobs) AS document
 """)
 
@@ -202,28 +199,10 @@ EXPIRE_ENDED = with_event("""
 """)
 
 
-def _nearby(cell: LiteralString) -> LiteralString:
-    """Open jobs around a point the worker is qualified for: the cells around the point through
-    the partial index of open jobs, then the exact distance, nearest first."""
-    return f"""
-SELECT dispatch_job(job) AS document, distance_m FROM (
-    SELECT j AS job, dispatch_distance_m(%(lat)s, %(lng)s, j.lat, j.lng) AS distance_m
-      FROM jobs j
-     WHERE j.status = 'open'
-       AND j.{cell} = ANY(%(cells)s::bigint[])
-       AND j.window_end > now()
-       AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{{}}')
-       AND (j.min_rating IS NULL
-            OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s))
-) near
-WHERE distance_m <= %(radius_m)s
-ORDER BY distance_m
-LIMIT %(limit)s
+# Open jobs within %(radius_m)s of a point that the worker qualifies for, nearest first:
+# dispatch_nearby (migration 0012) walks the nearest-neighbour index of open jobs and stops
+# once it has proved its answer. One statement, exact in great-circle metres, no extension.
+NEARBY_JOBS = """
+SELECT document, distance_m
+  FROM dispatch_nearby(%(lat)s, %(lng)s, %(radius_m)s, %(worker_id)s, %(limit)s)
 """
-
-
-NEARBY_JOBS: dict[int, LiteralString] = {
-    7: _nearby("cell_r7"),
-    8: _nearby("cell_r8"),
-    9: _nearby("cell_r9"),
-}
