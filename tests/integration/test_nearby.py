@@ -13,7 +13,7 @@ from dispatch import db
 from dispatch.db import Connection
 from dispatch.jobs import commands, queries
 from dispatch.jobs.models import CreateJob
-from tests.integration.test_round_trips import traced
+from dispatch_local.wire import traced
 from tests.support import EARTH_M, Api, destination, job_body, make_worker, walk_to, worker
 
 WASHER = worker("washer")

@@ -1,54 +1,7 @@
 """What the accept sends to Postgres, counted from the wire (libpq's protocol trace)."""
 
-import itertools
-import re
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from psycopg import pq
-
-from dispatch import db
+from dispatch_local.wire import traced
 from tests.support import Api, make_job, make_worker, worker
-
-
-@dataclass
-class Wire:
-    statements: list[str]  # of the request's transaction, up to its COMMIT
-    round_trips: int  # of that transaction
-    after_commit: list[str]  # what followed (the outbox relay of the change's events)
-
-
-def traced(call: Callable[[], object]) -> Wire:
-    """Run `call` and read the messages its environment's connection exchanged."""
-    conn = db.connection()
-    with tempfile.TemporaryFile() as trace:
-        conn.pgconn.trace(trace.fileno())
-        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-        try:
-            call()
-        finally:
-            conn.pgconn.untrace()
-        trace.seek(0)
-        text = trace.read().decode()
-    # Messages start at a line "F|B<tab>length<tab>Type"; statement text may span lines.
-    messages = re.findall(r"^([FB])\t\d+\t(\w+)\t?(.*?)(?=^[FB]\t\d+\t|\Z)", text, re.M | re.S)
-    parsed = [
-        (i, re.match(r' "[^"]*" "(.*)" \d+', rest, re.S).group(1))  # type: ignore[union-attr]
-        for i, (_, kind, rest) in enumerate(messages)
-        if kind == "Parse"
-    ]
-    # The request's own work ends where the outbox relay of its events begins (after commit).
-    relay = next((i for i, sql in parsed if "relay_claimed_until" in sql), len(messages))
-    end = max((i for i in range(relay) if messages[i][1] == "ReadyForQuery"), default=relay)
-    # A round trip is a run of client messages followed by the server's answers.
-    directions = [direction for direction, _, _ in messages[: end + 1]]
-    round_trips = sum(1 for pair in itertools.pairwise(directions) if pair == ("F", "B"))
-    return Wire(
-        statements=[sql for i, sql in parsed if i <= end],
-        round_trips=round_trips,
-        after_commit=[sql for i, sql in parsed if i > end],
-    )
 
 
 def test_accept_happy_path_is_one_round_trip(api: Api) -> None:
