@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev lock screenshots simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak template-lint checkov package clean
+.PHONY: browser dev lock screenshots simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-coldstart template-lint checkov package clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -98,6 +98,7 @@ bench: $(STAMP)
 	$(MAKE) bench-outbox
 	$(MAKE) bench-geo
 	$(MAKE) bench-soak
+	$(MAKE) bench-coldstart
 	$(BIN)/python -m bench.report
 
 ## The simulated district (sim/scenarios/district.toml): three ways of offering on one seeded
@@ -109,6 +110,11 @@ simulate: $(STAMP)
 ## The console's screenshots in docs/, from the district's replay (run `make simulate` first).
 screenshots: $(STAMP) browser
 	$(BIN)/python -m tests.browser.screenshots sim/runs/district/replay-seed-waves.jsonl docs
+
+## Cold start: each function imported from its Lambda layout in a fresh interpreter, against
+## the floor any database-backed route pays (a Powertools resolver with validation + psycopg).
+bench-coldstart: $(STAMP)
+	$(BIN)/python -m bench.coldstart
 
 ## Load and soak: clients against the local stack, then the history checker.
 bench-soak: $(STAMP)

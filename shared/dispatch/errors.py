@@ -89,6 +89,10 @@ class DispatchError(Exception):
         return CATALOGUE[self.code].status
 
 
+class CacheUnavailable(Exception):
+    """Redis (worker positions) is out of reach: refused, dropped or too slow."""
+
+
 def error_body(
     code: Code, request_id: str, details: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:

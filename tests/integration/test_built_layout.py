@@ -75,3 +75,32 @@ def test_a_bad_environment_fails_the_init_with_one_line_naming_it(
     assert "DATABASE_URL: Field required" in logged[0]["message"]
     assert "DISPATCH_LEASE_SECONDS" in logged[0]["message"]
     assert "SettingsError" in result.stderr.splitlines()[-1]
+
+
+API_FUNCTIONS = sorted(
+    res["Properties"]["CodeUri"]
+    for res in load_template()["Resources"].values()
+    if res["Type"] == "AWS::Serverless::Function"
+    and any(e["Type"] == "HttpApi" for e in res["Properties"].get("Events", {}).values())
+)
+
+
+@pytest.mark.parametrize("code_uri", API_FUNCTIONS)
+def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
+    code_uri: str, tmp_path: Path
+) -> None:
+    """They are the heaviest imports (bench/coldstart.py), and only some paths use them: they
+    are imported on first use. Before a SnapStart snapshot the hooks import both, so that a
+    restored environment has them already."""
+    probe = (
+        "heavy = ('boto3', 'botocore.client', 'redis'); "
+        "loaded = [m for m in heavy if m in sys.modules]; "
+        "assert not loaded, loaded; "
+        "import snapshot_restore_py as snapstart; "
+        "hooks = snapstart.get_before_snapshot(); "
+        "assert hooks, 'no SnapStart hook registered'; "
+        "[hook(*args, **kwargs) for hook, args, kwargs in hooks]; "
+        "assert all(m in sys.modules for m in heavy)"
+    )
+    result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -14,16 +14,15 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import psycopg
-import redis
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db, idempotency
+from dispatch import db, idempotency, snapshots  # noqa: F401  (SnapStart hooks, registered)
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
-from dispatch.errors import Code, DispatchError, error_body
+from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body
 from dispatch.models import Resource
 from dispatch.observability import logger, metrics
 from dispatch.outbox import relay
@@ -56,9 +55,7 @@ class DispatchResolver(APIGatewayHttpResolver):
         self.exception_handler(DispatchError)(self._on_dispatch_error)
         self.exception_handler(RequestValidationError)(self._on_invalid_request)
         self.exception_handler(psycopg.OperationalError)(self._on_database_unavailable)
-        self.exception_handler([redis.ConnectionError, redis.TimeoutError])(
-            self._on_cache_unavailable
-        )
+        self.exception_handler(CacheUnavailable)(self._on_cache_unavailable)
         self.exception_handler(Exception)(self._on_unexpected)
         self.not_found()(self._on_no_route)
 

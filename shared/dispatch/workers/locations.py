@@ -2,36 +2,59 @@
 
 One sorted set holds every worker's position (GEOADD), another when each was last seen, so
 that stale positions can be ignored and pruned. Both are written in one round trip.
+
+redis is imported on first use, not at cold start: only the routes that read or write
+positions need it. Redis out of reach is said in the layer's own terms (CacheUnavailable,
+a 503 on the HTTP routes), so that nothing else imports redis to recognise its errors.
 """
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
-
-import redis
+from typing import TYPE_CHECKING
 
 from dispatch.config import settings
+from dispatch.errors import CacheUnavailable
 from dispatch.observability import logger
 from dispatch.workers.models import GEO_MAX_LAT, WorkerPosition
+
+if TYPE_CHECKING:
+    import redis
 
 POSITIONS = "dispatch:workers:positions"
 LAST_SEEN = "dispatch:workers:seen"
 
 
 @cache
-def client() -> redis.Redis:
+def client() -> "redis.Redis":
     """One client per execution environment; short timeouts: a slow Redis answers 503 fast."""
+    import redis
+
     url = settings().redis_url
     if not url:
-        raise redis.ConnectionError("REDIS_URL is not set")
+        raise CacheUnavailable("REDIS_URL is not set")
     return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
 
 
+@contextmanager
+def reachable() -> Iterator["redis.Redis"]:
+    """The client; Redis refusing, dropping or timing out raises CacheUnavailable."""
+    import redis
+
+    try:
+        yield client()
+    except (redis.ConnectionError, redis.TimeoutError) as error:
+        raise CacheUnavailable(repr(error)) from error
+
+
 def report(worker_id: str, where: WorkerPosition, now: float | None = None) -> None:
-    pipe = client().pipeline(transaction=False)
-    pipe.geoadd(POSITIONS, (where.lng, where.lat, worker_id))
-    pipe.zadd(LAST_SEEN, {worker_id: time.time() if now is None else now})
-    pipe.execute()
+    with reachable() as r:
+        pipe = r.pipeline(transaction=False)
+        pipe.geoadd(POSITIONS, (where.lng, where.lat, worker_id))
+        pipe.zadd(LAST_SEEN, {worker_id: time.time() if now is None else now})
+        pipe.execute()
 
 
 def fresh_nearby(lat: float, lng: float, radius_m: float, limit: int) -> list[tuple[str, float]]:
@@ -39,20 +62,20 @@ def fresh_nearby(lat: float, lng: float, radius_m: float, limit: int) -> list[tu
     first. Two round trips: the nearest `limit` positions, then when each was last seen."""
     if abs(lat) > GEO_MAX_LAT:
         return []  # nobody can have reported a position up there
-    r = client()
-    found: list[tuple[bytes, float]] = r.geosearch(  # type: ignore[assignment]  # WITHDIST pairs
-        POSITIONS,
-        longitude=lng,
-        latitude=lat,
-        radius=radius_m,
-        unit="m",
-        sort="ASC",
-        count=limit,
-        withdist=True,
-    )
-    if not found:
-        return []
-    seen = r.zmscore(LAST_SEEN, [worker_id.decode() for worker_id, _ in found])
+    with reachable() as r:
+        found: list[tuple[bytes, float]] = r.geosearch(  # type: ignore[assignment]  # WITHDIST
+            POSITIONS,
+            longitude=lng,
+            latitude=lat,
+            radius=radius_m,
+            unit="m",
+            sort="ASC",
+            count=limit,
+            withdist=True,
+        )
+        if not found:
+            return []
+        seen = r.zmscore(LAST_SEEN, [worker_id.decode() for worker_id, _ in found])
     cutoff = time.time() - settings().location_fresh_seconds
     return [
         (worker_id.decode(), float(distance))
@@ -73,26 +96,26 @@ def fresh_in_box(
     metres_per_degree = 111_320.0
     width = (max_lng - min_lng) * metres_per_degree * max(0.01, math.cos(math.radians(lat)))
     height = (max_lat - min_lat) * metres_per_degree
-    r = client()
-    found: list[tuple[bytes, tuple[float, float]]] = r.geosearch(  # type: ignore[assignment]
-        POSITIONS,
-        longitude=lng,
-        latitude=lat,
-        width=width * 1.01,  # a little wider: the box in metres is not exactly the box in degrees
-        height=height * 1.01,
-        unit="m",
-        sort="ASC",
-        count=limit,
-        withcoord=True,
-    )
-    inside = [
-        (worker_id.decode(), float(at[1]), float(at[0]))
-        for worker_id, at in found
-        if min_lng <= at[0] <= max_lng and min_lat <= at[1] <= max_lat
-    ]
-    if not inside:
-        return []
-    seen = r.zmscore(LAST_SEEN, [worker_id for worker_id, *_ in inside])
+    with reachable() as r:
+        found: list[tuple[bytes, tuple[float, float]]] = r.geosearch(  # type: ignore[assignment]
+            POSITIONS,
+            longitude=lng,
+            latitude=lat,
+            width=width * 1.01,  # a little wider: the box in metres is not the box in degrees
+            height=height * 1.01,
+            unit="m",
+            sort="ASC",
+            count=limit,
+            withcoord=True,
+        )
+        inside = [
+            (worker_id.decode(), float(at[1]), float(at[0]))
+            for worker_id, at in found
+            if min_lng <= at[0] <= max_lng and min_lat <= at[1] <= max_lat
+        ]
+        if not inside:
+            return []
+        seen = r.zmscore(LAST_SEEN, [worker_id for worker_id, *_ in inside])
     cutoff = time.time() - settings().location_fresh_seconds
     return [
         (worker_id, w_lat, w_lng, float(last_seen))
@@ -116,17 +139,20 @@ return #gone
 def prune() -> int:
     """Forget positions not reported for the keep period; returns how many went."""
     cutoff = time.time() - settings().location_keep_seconds
-    script = client().register_script(_PRUNE)
-    total = 0
-    while removed := int(script(keys=[POSITIONS, LAST_SEEN], args=[cutoff])):
-        total += removed
+    with reachable() as r:
+        script = r.register_script(_PRUNE)
+        total = 0
+        while removed := int(script(keys=[POSITIONS, LAST_SEEN], args=[cutoff])):
+            total += removed
     return total
 
 
 def prune_if_reachable() -> int:
     """The sweeper's housekeeping: an unreachable Redis must not fail the sweep."""
+    import redis
+
     try:
         return prune()
-    except redis.RedisError as error:
+    except (CacheUnavailable, redis.RedisError) as error:
         logger.warning("locations not pruned", extra={"error": repr(error)})
         return 0
