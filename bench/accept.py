@@ -15,6 +15,16 @@ drift on a shared machine hits them alike; the report is ratios, not absolute ti
 - bare:    a single conditional UPDATE in autocommit, nothing else: the reference floor.
 - classic-handler: the classic design inside the same Lambda handler stack (Powertools
            resolver, validation, logger, metrics): deployed against deployed.
+
+The database's share, per design and contention, on a Postgres of the benchmark's own that
+counts (bench/server.py: pg_stat_statements, pg_walinspect, nothing else running), read from
+the server's counters around each pass, never from the client's clock: database time per
+attempt (planning and execution, waits for row locks included), WAL bytes per won job (the
+records, full-page images left out: those depend on when the last checkpoint was, not on the
+design), statements per attempt, row locks taken per attempt (the WAL's heap LOCK records:
+SELECT ... FOR UPDATE, and an UPDATE that waited for another's row and locks its new version),
+and round trips per attempt (libpq's trace of one won and one lost attempt, weighted 1 : N-1).
+Where no such Postgres can be made here, the client-side table stands alone.
 """
 
 import argparse
@@ -31,8 +41,10 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from bench.common import Timing, bench_database, timing
+from bench.common import Timing, bench_database, environment_restored, timing
+from bench.server import counting_postgres
 from dispatch import db, idempotency
+from dispatch.config import settings
 from dispatch.jobs import sql as jobs_sql
 
 MODES = ("bare", "floor", "classic", "handler", "classic-handler")
@@ -182,13 +194,11 @@ def claim_classic_handler(_: db.Connection, event: dict[str, Any]) -> int:
 def api_gateway_event(job_id: UUID, worker_id: str) -> dict[str, Any]:
     """What API Gateway hands the Lambda; built before the clock starts, it is not our work."""
     from dispatch_local.events import http_api_event
-    from dispatch_local.template import find, routes
+    from dispatch_local.template import find
     from dispatch_local.tokens import as_api_gateway_claims
 
-    if "all" not in _ROUTES:
-        _ROUTES["all"] = routes()
     path = f"/jobs/{job_id}/accept"
-    found = find(_ROUTES["all"], "POST", path)
+    found = find(_all_routes(), "POST", path)
     assert found is not None
     route, path_parameters = found
     return http_api_event(
@@ -205,14 +215,26 @@ def api_gateway_event(job_id: UUID, worker_id: str) -> dict[str, Any]:
 
 def claim_handler(_: db.Connection, event: dict[str, Any]) -> int:
     from dispatch_local.events import LambdaContext
-    from dispatch_local.template import handler_of
+    from dispatch_local.template import find, handler_of
 
+    if "accept" not in _ROUTES:
+        _ROUTES["accept"] = find(_all_routes(), "POST", f"/jobs/{UUID(int=0)}/accept")[0]  # type: ignore[index]
     route = _ROUTES["accept"]
     answer = handler_of(route)(event, LambdaContext(function_name=route.function))
     return int(answer["statusCode"])
 
 
 _ROUTES: dict[str, Any] = {}
+
+
+def _all_routes() -> Any:
+    from dispatch_local.template import routes
+
+    if "all" not in _ROUTES:
+        _ROUTES["all"] = routes()
+    return _ROUTES["all"]
+
+
 CLAIMS: dict[str, Callable[[db.Connection, Any], int]] = {
     "bare": claim_bare,
     "floor": claim_floor,
@@ -235,13 +257,10 @@ def _init(url: str, barrier: Any) -> None:
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     # One connection per process, the handler's own: every design gets the same footing.
     _PROCESS["conn"] = db.connection()
-    from dispatch_local.template import find, routes
-
-    _ROUTES["all"] = routes()
-    _ROUTES["accept"] = find(_ROUTES["all"], "POST", f"/jobs/{UUID(int=0)}/accept")[0]  # type: ignore[index]
-    warm_up = api_gateway_event(UUID(int=0), "warm-up")
-    claim_handler(_PROCESS["conn"], warm_up)  # import, connect
-    claim_classic_handler(_PROCESS["conn"], warm_up)
+    # Import, connect (no such job: each answers 404, under a key of its own).
+    warm_up = f"warm-up-{os.getpid()}"
+    claim_handler(_PROCESS["conn"], api_gateway_event(UUID(int=0), warm_up))
+    claim_classic_handler(_PROCESS["conn"], api_gateway_event(UUID(int=1), warm_up))
 
 
 def _claimer(
@@ -263,33 +282,141 @@ def _claimer(
     return latencies, statuses, began, time.time()
 
 
+def _ready() -> None:
+    """Returns once every process of the pool has run its initializer (each waits for all)."""
+    _PROCESS["barrier"].wait(timeout=120)
+
+
+@dataclass
+class DatabaseShare:
+    """What the server did for one design at one contention, from its own counters."""
+
+    attempts: int
+    wins: int
+    database_ms: float  # planning + execution, pg_stat_statements
+    statements: int  # calls, pg_stat_statements (BEGIN and COMMIT included)
+    wal_bytes: int  # WAL records written, full-page images left out (pg_walinspect)
+    row_locks: int  # heap LOCK and LOCK_UPDATED records in that WAL
+    round_trips: float = 0.0  # per attempt, from the wire (set after the run)
+
+    def __add__(self, other: "DatabaseShare") -> "DatabaseShare":
+        return DatabaseShare(
+            self.attempts + other.attempts,
+            self.wins + other.wins,
+            self.database_ms + other.database_ms,
+            self.statements + other.statements,
+            self.wal_bytes + other.wal_bytes,
+            self.row_locks + other.row_locks,
+        )
+
+
+# Flushed WAL only: every transaction of a pass has committed (and flushed) before it is read.
+COUNTERS_RESET = "SELECT pg_stat_statements_reset(), pg_current_wal_flush_lsn() AS lsn"
+WAL_END = "SELECT pg_current_wal_flush_lsn() AS lsn"
+# The counters' own readings mention them by name; every other statement is the designs'.
+COUNTED_STATEMENTS = """
+SELECT coalesce(sum(calls), 0)::bigint AS statements,
+       coalesce(sum(total_plan_time + total_exec_time), 0)::float8 AS database_ms
+  FROM pg_stat_statements
+ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND query !~ '(pg_stat_statements|pg_current_wal_lsn|pg_get_wal_stats)'
+"""
+WAL_WRITTEN = """
+SELECT coalesce(sum(record_size), 0)::bigint AS wal_bytes,
+       coalesce(sum(count) FILTER (WHERE "resource_manager/record_type"
+                                   IN ('Heap/LOCK', 'Heap2/LOCK_UPDATED')), 0)::bigint AS row_locks
+  FROM pg_get_wal_stats(%(since)s, %(until)s, true)
+"""
+
+
+def counted(admin: db.Connection, since: str, attempts: int, wins: int) -> DatabaseShare:
+    work = admin.execute(COUNTED_STATEMENTS).fetchone()
+    until = admin.execute(WAL_END).fetchone()["lsn"]  # type: ignore[index]
+    wal = (
+        admin.execute(WAL_WRITTEN, {"since": since, "until": until}).fetchone()
+        if until != since  # nothing written (pg_walinspect refuses an empty range)
+        else {"wal_bytes": 0, "row_locks": 0}
+    )
+    assert work is not None and wal is not None
+    return DatabaseShare(
+        attempts, wins, work["database_ms"], work["statements"], wal["wal_bytes"], wal["row_locks"]
+    )
+
+
+def wire_round_trips(url: str) -> dict[str, tuple[int, int]]:
+    """Round trips of one won and one lost attempt per design (libpq's trace), the relay
+    after commit included where the handler does one."""
+    from dispatch_local.wire import traced
+
+    found: dict[str, tuple[int, int]] = {}
+    with environment_restored("DATABASE_URL"), db.connect(url) as admin:
+        os.environ["DATABASE_URL"] = url
+        settings.cache_clear()
+        db.close()
+        for mode in MODES:
+            for statement in SETUP:
+                admin.execute(statement, {"jobs": 1, "claimers": 2})
+            (job_id,) = [r["id"] for r in admin.execute("SELECT id FROM jobs")]
+            prepare = PREPARE.get(mode, lambda job_id, worker_id: (job_id, worker_id))
+            trips = []
+            for claimer, expected in ((0, 200), (1, 409)):
+                attempt = prepare(job_id, f"w-{claimer}-0")
+                conn = db.connection() if mode in PREPARE else admin
+                answers: list[int] = []
+                claim = CLAIMS[mode]
+                wire = traced(
+                    lambda a=attempt, c=conn, k=claim, out=answers: out.append(k(c, a)), conn
+                )
+                assert answers == [expected], (mode, answers)
+                trips.append(wire.round_trips + wire.after_commit_round_trips)
+            found[mode] = (trips[0], trips[1])
+        db.close()
+    return found
+
+
 @dataclass
 class Row:
     claimers: int
     mode: str
     attempts: Timing
     wins: int
+    database: DatabaseShare | None = None
 
     @property
     def wins_per_second(self) -> float:
         return self.wins / self.attempts.seconds if self.attempts.seconds else 0.0
 
 
-def run(url: str, levels: list[int], attempts: int, repeats: int = 2) -> list[Row]:
+def run(
+    url: str, levels: list[int], attempts: int, repeats: int = 2, counting: bool = False
+) -> list[Row]:
+    """Every design at every contention; with `counting` (a server from bench/server.py), the
+    database's share of each pass from the server's counters too."""
     rows: list[Row] = []
     ctx = multiprocessing.get_context("spawn")
     with db.connect(url) as admin:
+        if counting:
+            admin.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            admin.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
         for claimers in levels:
             jobs = max(5, attempts // claimers)
             pooled: dict[str, tuple[list[int], float, int]] = {m: ([], 0.0, 0) for m in MODES}
+            shares: dict[str, DatabaseShare] = {}
             barrier = ctx.Barrier(claimers)
             with ctx.Pool(processes=claimers, initializer=_init, initargs=(url, barrier)) as pool:
+                pool.starmap(_ready, [()] * claimers)  # every process warmed up, off the counters
                 order = [m for r in range(repeats) for m in (MODES if r % 2 == 0 else MODES[::-1])]
                 for mode in order:
                     for statement in SETUP:
                         admin.execute(statement, {"jobs": jobs, "claimers": claimers})
                     job_ids = [r["id"] for r in admin.execute("SELECT id FROM jobs ORDER BY id")]
+                    if counting:
+                        admin.execute("CHECKPOINT")
+                        since = admin.execute(COUNTERS_RESET).fetchone()["lsn"]  # type: ignore[index]
                     results = pool.starmap(_claimer, [(mode, c, job_ids) for c in range(claimers)])
+                    if counting:
+                        share = counted(admin, since, claimers * len(job_ids), len(job_ids))
+                        shares[mode] = shares[mode] + share if mode in shares else share
                     statuses = [s for r in results for s in r[1]]
                     unexpected = set(statuses) - {200, 409}
                     assert not unexpected, f"{mode}: unexpected answers {unexpected}"
@@ -304,7 +431,13 @@ def run(url: str, levels: list[int], attempts: int, repeats: int = 2) -> list[Ro
                     )
             for mode in MODES:
                 lat, secs, won = pooled[mode]
-                rows.append(Row(claimers, mode, timing(lat, secs), won))
+                rows.append(Row(claimers, mode, timing(lat, secs), won, shares.get(mode)))
+    if counting:
+        trips = wire_round_trips(url)
+        for row in rows:
+            won, lost = trips[row.mode]
+            assert row.database is not None
+            row.database.round_trips = (won + (row.claimers - 1) * lost) / row.claimers
     return rows
 
 
@@ -326,6 +459,62 @@ def report(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+# The design we claim to beat, for each of ours: SQL against SQL, handler against handler.
+RIVAL = {"floor": "classic", "handler": "classic-handler"}
+SHARE_MEASURES = (  # (label, per-row figure); lower is better for every one
+    ("database ms per attempt", lambda d: d.database_ms / d.attempts),
+    ("WAL bytes per won job", lambda d: d.wal_bytes / d.wins),
+    ("statements per attempt", lambda d: d.statements / d.attempts),
+    ("round trips per attempt", lambda d: d.round_trips),
+    ("row locks per attempt", lambda d: d.row_locks / d.attempts),
+)
+
+
+def share_report(rows: list[Row]) -> str:
+    counted_rows = [r for r in rows if r.database is not None]
+    if not counted_rows:
+        return (
+            "The database's share: not measured (no PostgreSQL with pg_stat_statements and"
+            " pg_walinspect could be started here; see bench/server.py)."
+        )
+    lines = [
+        "The database's share (the server's own counters; lower is better on every column;"
+        ' "x rival" is ours over the classic design at the same contention: floor against'
+        " classic, handler against classic-handler):",
+        "",
+        "| claimers | design | " + " | ".join(label for label, _ in SHARE_MEASURES) + " | x rival"
+        " (db time, WAL) | at or below the rival on every measure |",
+        "| ---: | --- |" + " ---: |" * len(SHARE_MEASURES) + " ---: | --- |",
+    ]
+    for row in counted_rows:
+        d = row.database
+        assert d is not None
+        figures = [measure(d) for _, measure in SHARE_MEASURES]
+        cells = " | ".join(f"{f:,.2f}" if f < 100 else f"{f:,.0f}" for f in figures)
+        rival_mode = RIVAL.get(row.mode)
+        rival = next(
+            (
+                r.database
+                for r in counted_rows
+                if r.claimers == row.claimers and r.mode == rival_mode
+            ),
+            None,
+        )
+        if rival is None:
+            versus, verdict = "", ""
+        else:
+            theirs = [measure(rival) for _, measure in SHARE_MEASURES]
+            versus = f"{figures[0] / theirs[0]:.2f}, {figures[1] / theirs[1]:.2f}"
+            worse = [
+                label
+                for (label, _), a, b in zip(SHARE_MEASURES, figures, theirs, strict=True)
+                if a > b
+            ]
+            verdict = "yes" if not worse else "no: " + ", ".join(worse)
+        lines.append(f"| {row.claimers} | {row.mode} | {cells} | {versus} | {verdict} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.accept", description=__doc__.split("\n")[0])
     parser.add_argument("--levels", default="1,3,10,50", help="claimers per job")
@@ -335,9 +524,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     levels = [1, 3] if args.quick else [int(x) for x in args.levels.split(",")]
     attempts = 30 if args.quick else args.attempts
-    with bench_database() as url:
-        rows = run(url, levels, attempts, args.repeats)
-    table = report(rows)
+    with counting_postgres() as counting, bench_database(counting) as url:
+        rows = run(url, levels, attempts, args.repeats, counting=counting is not None)
+    table = report(rows) + "\n\n" + share_report(rows)
     print(table)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "accept.json").write_text(

@@ -33,13 +33,17 @@ def environment_restored(*names: str) -> Iterator[None]:
 
 
 @contextmanager
-def bench_database() -> Iterator[str]:
-    """A fresh, migrated database on DATABASE_URL's server (or an embedded one), dropped after."""
-    admin = os.environ.get("DATABASE_URL")
+def bench_database(admin: str | None = None) -> Iterator[str]:
+    """A fresh, migrated database on `admin`'s server (by default DATABASE_URL's, or an embedded
+    one), dropped after."""
+    admin = admin or os.environ.get("DATABASE_URL")
     if not admin:
         from dispatch_local import embedded
 
         admin = embedded.postgres(home() / "bench-pg", database="postgres")
+    os.environ.setdefault(
+        "DATABASE_URL", admin
+    )  # the settings ask for one; each call names its own
     name = f"dispatch_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')

@@ -16,3 +16,26 @@ def test_every_design_runs_and_each_job_gets_exactly_one_winner(bench_url: str) 
     table = accept.report(rows)
     assert table.count("\n") == 1 + len(rows)
     assert "| 3 | handler |" in table
+
+
+def test_the_database_share_comes_from_the_servers_counters() -> None:
+    """On a counting Postgres of the benchmark's own (this machine's PostgreSQL binaries):
+    what each design asked of the server, read from pg_stat_statements and the WAL."""
+    from bench.common import bench_database
+    from bench.server import counting_postgres
+
+    with counting_postgres() as admin:
+        assert admin is not None, "no PostgreSQL binaries with pg_stat_statements here"
+        with bench_database(admin) as url:
+            rows = accept.run(url, levels=[1, 3], attempts=12, repeats=1, counting=True)
+    shares = {(r.claimers, r.mode): r.database for r in rows}
+    assert all(share is not None for share in shares.values())
+    one_claimer = {mode: shares[1, mode] for mode in accept.MODES}
+    # Alone, every design wins every job: statements and round trips are exactly the design's.
+    assert one_claimer["bare"].statements == one_claimer["bare"].attempts  # type: ignore[union-attr]
+    assert one_claimer["floor"].round_trips == 1  # type: ignore[union-attr]
+    assert one_claimer["classic"].round_trips == 8  # BEGIN, six statements, COMMIT  # type: ignore[union-attr]
+    for share in shares.values():
+        assert share is not None and share.database_ms > 0 and share.wal_bytes > 0
+    text = accept.share_report(rows)
+    assert "| 3 | floor |" in text and "WAL bytes per won job" in text
