@@ -32,7 +32,15 @@ SECTIONS = [
         "make bench-accept",
         "N claimer processes per job, released by a barrier per job, each with its own"
         " connection and identity; designs interleaved on identical data. Baselines: the bare"
-        " UPDATE (the floor of any design), the classic `SELECT ... FOR UPDATE` then UPDATE.",
+        " UPDATE (the floor of any design), the classic `SELECT ... FOR UPDATE` then UPDATE."
+        " The first table is the client's clock (Python and Postgres share two cores here);"
+        " the second is the database's share, read from the server's own counters on a"
+        " Postgres of the benchmark's own (`bench/server.py`). On a shared Aurora writer the"
+        " figure that predicts cost is the database's share, not the client's latency: each"
+        " Lambda brings its own CPU, while every request shares the writer's CPU (database"
+        " time), its log (WAL bytes: Aurora ships every log record to six storage copies and"
+        " bills I/O by them) and its connections behind RDS Proxy (round trips, each one a"
+        " proxy hop and a connection held while the client thinks).",
     ),
     (
         "sweeper",
@@ -52,8 +60,20 @@ SECTIONS = [
         "geo",
         "Nearby search and locations",
         "make bench-geo",
-        "Baselines: PostGIS (geography, GiST, `ST_DWithin` + `ORDER BY ST_Distance`) on the"
-        " same rows, installed for the benchmark only; a bare GEOADD loop on the same Redis.",
+        "Baselines: PostGIS on the same rows (a geography column and its GiST index, installed"
+        " for the benchmark only) in its two KNN forms, the faster of them at each size and"
+        " place; bare redis-py GEOADD + ZADD on the same Redis for location updates.",
+    ),
+    (
+        "coldstart",
+        "Cold start",
+        "make bench-coldstart",
+        "A fresh interpreter per sample imports each function's handler from its Lambda layout"
+        " (the function's folder, the layer's `python/`) and parses the settings, as Lambda's"
+        " init does; medians of interleaved runs. Baseline: the floor of any database-backed"
+        " route, a bare Powertools resolver with validation and one typed route plus psycopg."
+        " With SnapStart (the API functions, `template.yaml`) a restored environment skips"
+        " this import altogether.",
     ),
     (
         "soak",
@@ -148,23 +168,28 @@ def plot_accept(rows: list[dict[str, Any]]) -> str | None:
 
 
 def plot_nearby(geo: dict[str, Any] | None) -> str | None:
+    """p99 by data size, dense and sparse side by side, for every side the benchmark ran."""
     sizes = (geo or {}).get("nearby_by_size") or []
     if len(sizes) < 2:
         return None
-    fig, axis = plt.subplots(figsize=(6, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     jobs = [r["jobs"] for r in sizes]
-    for side, label in (("ours", "H3 cells (ours)"), ("postgis", "PostGIS")):
-        if all(r.get(side) for r in sizes):
-            for quantile, style in (("p50_ms", "o-"), ("p99_ms", "s--")):
-                axis.plot(
-                    jobs, [r[side][quantile] for r in sizes], style, label=f"{label} {quantile[:3]}"
-                )
-    _log_ticks(axis, jobs, lambda n: f"{n / 1000:,.0f}k" if n >= 1000 else str(n))
-    axis.set_xlabel("open jobs")
-    axis.set_ylabel("nearby query, ms")
-    axis.set_title("Nearby search latency by data size (3 km, limit 50)")
-    axis.grid(True, alpha=0.3)
-    axis.legend(fontsize=8)
+    names = [side["name"] for side in sizes[0]["sides"]]
+    for axis, place in zip(axes, ("dense", "sparse"), strict=True):
+        for name in names:
+            p99 = [
+                next(s for s in r["sides"] if s["name"] == name)["by_place"][place]["p99_ms"]
+                for r in sizes
+            ]
+            label = "ours" if name.startswith("ours") else name
+            axis.plot(jobs, p99, "o-" if label == "ours" else "s--", label=label)
+        _log_ticks(axis, jobs, lambda n: f"{n / 1000:,.0f}k" if n >= 1000 else str(n))
+        axis.set_yscale("log")
+        axis.set_xlabel("open jobs")
+        axis.set_ylabel("nearby p99, ms (log)")
+        axis.set_title(f"Nearby p99 by data size, {place} (3 km, limit 50)")
+        axis.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=8)
     return _save(fig, "nearby-latency-by-size.png")
 
 

@@ -27,7 +27,16 @@ def test_the_report_has_tables_plots_and_the_machine(
     ]
     (results / "accept.json").write_text(json.dumps(accept))
     (results / "accept.md").write_text("| claimers | design | x classic |\n| 1 | floor | 1.50 |")
-    sizes = [{"jobs": n, "ours": timing(1, 2), "postgis": timing(3, 4)} for n in (1_000, 10_000)]
+    sizes = [
+        {
+            "jobs": n,
+            "sides": [
+                {"name": name, "by_place": {"dense": timing(1, p99), "sparse": timing(1, p99)}}
+                for name, p99 in (("ours: ...", 2), ("PostGIS KNN + DWithin", 4))
+            ],
+        }
+        for n in (1_000, 10_000)
+    ]
     (results / "geo.json").write_text(json.dumps({"nearby_by_size": sizes}))
     (results / "geo.md").write_text("| nearby | x PostGIS p99 |")
 
@@ -35,7 +44,7 @@ def test_the_report_has_tables_plots_and_the_machine(
 
     assert "## The machine" in text and "cores" in text
     assert "| 1 | floor | 1.50 |" in text and "| nearby | x PostGIS p99 |" in text
-    assert text.count("(not run)") == 3  # sweeper, outbox, soak
+    assert text.count("(not run)") == 4  # sweeper, outbox, soak, coldstart
     for plot in ("accept-latency-by-contention.png", "nearby-latency-by-size.png"):
         assert f"](benchmarks/{plot})" in text
         assert (docs / "benchmarks" / plot).read_bytes().startswith(b"\x89PNG")
