@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev lock screenshots simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-coldstart template-lint checkov package clean
+.PHONY: browser dev lock screenshots simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-coldstart bench-ops template-lint checkov package clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -99,6 +99,7 @@ bench: $(STAMP)
 	$(MAKE) bench-geo
 	$(MAKE) bench-soak
 	$(MAKE) bench-coldstart
+	$(MAKE) bench-ops
 	$(BIN)/python -m bench.report
 
 ## The simulated district (sim/scenarios/district.toml): three ways of offering on one seeded
@@ -115,6 +116,10 @@ screenshots: $(STAMP) browser
 ## the floor any database-backed route pays (a Powertools resolver with validation + psycopg).
 bench-coldstart: $(STAMP)
 	$(BIN)/python -m bench.coldstart
+
+## Ops reads (the console's routes) at the simulated district's scale, handler against floor.
+bench-ops: $(STAMP)
+	$(BIN)/python -m bench.ops
 
 ## Load and soak: clients against the local stack, then the history checker.
 bench-soak: $(STAMP)

@@ -76,6 +76,14 @@ SECTIONS = [
         " this import altogether.",
     ),
     (
+        "ops",
+        "Ops reads (the console)",
+        "make bench-ops",
+        "The console's four routes on the district as `make simulate` leaves it after its"
+        " rush, each through its real handler, in process and warm. Baseline: the floor, the"
+        " very statements and Redis calls each route makes, sent bare on the same data.",
+    ),
+    (
         "soak",
         "Load and soak with the history checker",
         "make bench-soak",

@@ -17,7 +17,7 @@ from typing import Any
 
 from dispatch_local import services
 from dispatch_local.events import LambdaContext, http_api_event
-from dispatch_local.template import Function, find, handler_of, load_template, routes
+from dispatch_local.template import Function, Route, find, handler_of, load_template, routes
 from dispatch_local.tokens import as_api_gateway_claims
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -54,6 +54,27 @@ class Api:
         raw: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> Reply:
+        route, event = self.event(method, path, who, body, key=key, raw=raw, headers=headers)
+        result = handler_of(route)(event, LambdaContext(function_name=route.function))
+        text = result.get("body") or ""
+        return Reply(
+            status=result["statusCode"],
+            headers=result.get("headers") or {},
+            body=json.loads(text) if text else None,
+        )
+
+    def event(
+        self,
+        method: str,
+        path: str,
+        who: Who | None = None,
+        body: Any = None,
+        *,
+        key: str | None = "auto",
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[Route, dict[str, Any]]:
+        """The route and the event API Gateway would hand its function for this request."""
         found = find(self.routes, method, path.split("?")[0])
         if found is None:
             raise UnknownFunction(f"no route for {method} {path}")
@@ -75,13 +96,7 @@ class Api:
             payload,
             claims,
         )
-        result = handler_of(route)(event, LambdaContext(function_name=route.function))
-        text = result.get("body") or ""
-        return Reply(
-            status=result["statusCode"],
-            headers=result.get("headers") or {},
-            body=json.loads(text) if text else None,
-        )
+        return route, event
 
 
 class UnknownFunction(LookupError):

@@ -44,7 +44,7 @@ def test_the_report_has_tables_plots_and_the_machine(
 
     assert "## The machine" in text and "cores" in text
     assert "| 1 | floor | 1.50 |" in text and "| nearby | x PostGIS p99 |" in text
-    assert text.count("(not run)") == 4  # sweeper, outbox, soak, coldstart
+    assert text.count("(not run)") == 5  # sweeper, outbox, soak, coldstart, ops
     for plot in ("accept-latency-by-contention.png", "nearby-latency-by-size.png"):
         assert f"](benchmarks/{plot})" in text
         assert (docs / "benchmarks" / plot).read_bytes().startswith(b"\x89PNG")
