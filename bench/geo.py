@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--sizes", default="100000,300000,1000000", help="open jobs, one fresh load each"
     )
-    parser.add_argument("--queries", type=int, default=300, help="per place (dense, sparse)")
+    parser.add_argument("--queries", type=int, default=1000, help="per place (dense, sparse)")
     parser.add_argument("--updates", type=int, default=5_000, help="location updates per block")
     parser.add_argument("--quick", action="store_true", help="a tiny run that only proves it works")
     args = parser.parse_args(argv)

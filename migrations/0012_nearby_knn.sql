@@ -91,6 +91,8 @@ CREATE INDEX jobs_open_mercator ON jobs USING gist (mercator) WHERE status = 'op
 -- box and sort them instead of walking the index in order. JIT is off with them: a disabled
 -- plan's cost is inflated past JIT's threshold, and compiling would cost far more than the
 -- query. (The last query sorts the few jobs kept; it has no other way to, and still does.)
+-- The worker's skills and rating are read inside the walk, as sub-selects Postgres runs once
+-- and only when a job is in reach: in open country, most searches never need them.
 CREATE FUNCTION dispatch_nearby(at_lat double precision, at_lng double precision,
                                 radius_m double precision, worker text, wanted integer)
 RETURNS TABLE (document jsonb, distance_m double precision)
@@ -103,16 +105,12 @@ DECLARE
   here constant point := dispatch_mercator(at_lat, at_lng);
   cap constant box[] := dispatch_cap(at_lat, at_lng, radius_m);
   floor_m constant double precision := dispatch_mercator_floor_m(at_lat, radius_m);
-  worker_skills text[];
-  worker_rating numeric;
   origin point;
   kept jobs[] := '{}';
   kept_m double precision[] := '{}';
   kth_m double precision := 'Infinity';
   step record;
 BEGIN
-  SELECT w.skills, w.rating INTO worker_skills, worker_rating FROM workers w WHERE w.id = worker;
-  worker_skills := coalesce(worker_skills, '{}');  -- an unknown worker has no skill
   FOR side IN 1 .. cardinality(cap) LOOP
     origin := CASE side WHEN 1 THEN here
                         ELSE point(here[0] - 2 * pi() * sign(here[0]), here[1]) END;
@@ -123,8 +121,10 @@ BEGIN
          WHERE j.status = 'open'
            AND j.mercator <@ cap[side]
            AND j.window_end > now()
-           AND j.skills <@ worker_skills
-           AND (j.min_rating IS NULL OR j.min_rating <= worker_rating)
+           -- The worker's skills and rating, read once and only once a job is in reach.
+           AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = worker), '{}')
+           AND (j.min_rating IS NULL
+                OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = worker))
          ORDER BY j.mercator <-> origin
     LOOP
       EXIT WHEN step.map_distance * floor_m > least(kth_m, radius_m);
@@ -136,6 +136,9 @@ BEGIN
       END IF;
     END LOOP;
   END LOOP;
+  IF cardinality(kept) = 0 THEN
+    RETURN;  -- nothing in reach (open country, most often)
+  END IF;
   RETURN QUERY
     SELECT dispatch_job(k), dispatch_distance_m(at_lat, at_lng, k.lat, k.lng) AS metres
       FROM unnest(kept) k
