@@ -174,7 +174,7 @@ def nearby(url: str, jobs: int, queries: int) -> NearbyReport:
         # Results come as text, undecoded, on every side alike: what is timed is the
         # database's work and the wire, not the client's parsing. Nothing is prepared (the
         # route prepares nothing either: RDS Proxy would pin the session).
-        for oid in ("jsonb", "uuid", "float8"):
+        for oid in ("jsonb", "json", "uuid", "float8"):
             conn.adapters.register_loader(oid, TextLoader)
         for n, (place, (lat, lng)) in enumerate(points):
             params = {

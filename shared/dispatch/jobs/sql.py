@@ -200,7 +200,7 @@ EXPIRE_ENDED = with_event("""
 
 
 # Open jobs within %(radius_m)s of a point that the worker qualifies for, nearest first:
-# dispatch_nearby (migration 0012) walks the nearest-neighbour index of open jobs and stops
+# dispatch_nearby (migration 0013) walks the nearest-neighbour index of open jobs and stops
 # once it has proved its answer. One statement, exact in great-circle metres, no extension.
 NEARBY_JOBS = """
 SELECT document, distance_m

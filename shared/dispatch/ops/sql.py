@@ -10,12 +10,12 @@ FINISHED = "('completed', 'cancelled', 'expired')"
 # use its partial index.
 JOBS_IN_BOX: LiteralString = f"""
 SELECT document FROM (
-    SELECT dispatch_job(j) AS document, j.created_at FROM jobs j
+    SELECT dispatch_job_json(j) AS document, j.created_at FROM jobs j
      WHERE j.status IN {LIVE} AND j.status = ANY(%(statuses)s)
        AND j.lat BETWEEN %(min_lat)s AND %(max_lat)s
        AND j.lng BETWEEN %(min_lng)s AND %(max_lng)s
     UNION ALL
-    SELECT dispatch_job(j), j.created_at FROM jobs j
+    SELECT dispatch_job_json(j), j.created_at FROM jobs j
      WHERE j.status IN {FINISHED} AND j.status = ANY(%(statuses)s)
        AND j.updated_at > now() - interval '1 hour'
        AND j.lat BETWEEN %(min_lat)s AND %(max_lat)s

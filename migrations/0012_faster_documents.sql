@@ -1,10 +1,12 @@
--- The Job document in about half the time, the same to the byte. GET /jobs/nearby returns up
--- to 200 of them and every write returns one, so this is most of a nearby search's time in
--- the database. Two changes:
+-- The Job document in a third of the time, the same values. GET /jobs/nearby returns up to
+-- 200 of them and every write returns one, so this is most of a nearby search's time in the
+-- database. Three changes:
 -- - the time in one to_char instead of two (the fraction dropped afterwards when it is zero);
--- - the object made from a row of a declared type (to_jsonb of a composite) instead of
---   jsonb_build_object, which works out every argument's type again on every call.
--- A new field of the Job goes into dispatch_job_document and dispatch_job together
+-- - the object made from a row of a declared type instead of jsonb_build_object, which works
+--   out every argument's type again on every call;
+-- - written as json text (row_to_json), which reads send as they are; jsonb is a cast of it.
+-- Coordinates keep every digit (float8 to jsonb directly would round them to 15).
+-- A new field of the Job goes into dispatch_job_document and dispatch_job_json together
 -- (tests/integration/test_documents.py compares the document with the Job model).
 CREATE OR REPLACE FUNCTION dispatch_time(t timestamptz) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -31,9 +33,13 @@ CREATE TYPE dispatch_job_document AS (
     updated_at text
 );
 
-CREATE OR REPLACE FUNCTION dispatch_job(j jobs) RETURNS jsonb
+-- The one builder of the Job document, as json text: GET /jobs/nearby and the ops reads send
+-- it as it comes (row_to_json writes text straight away, in the model's field order; about a
+-- third cheaper than building jsonb). The jsonb form that writes return and events store is
+-- this same document, cast.
+CREATE FUNCTION dispatch_job_json(j jobs) RETURNS json
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT to_jsonb(ROW(
+  SELECT row_to_json(ROW(
     j.id,
     j.status,
     j.version,
@@ -49,4 +55,9 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     j.rating,
     dispatch_time(j.created_at),
     dispatch_time(j.updated_at))::dispatch_job_document)
+$$;
+
+CREATE OR REPLACE FUNCTION dispatch_job(j jobs) RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT dispatch_job_json(j)::jsonb
 $$;

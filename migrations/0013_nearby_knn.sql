@@ -95,7 +95,7 @@ CREATE INDEX jobs_open_mercator ON jobs USING gist (mercator) WHERE status = 'op
 -- and only when a job is in reach: in open country, most searches never need them.
 CREATE FUNCTION dispatch_nearby(at_lat double precision, at_lng double precision,
                                 radius_m double precision, worker text, wanted integer)
-RETURNS TABLE (document jsonb, distance_m double precision)
+RETURNS TABLE (document json, distance_m double precision)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET enable_sort = off
 SET enable_bitmapscan = off
@@ -140,7 +140,7 @@ BEGIN
     RETURN;  -- nothing in reach (open country, most often)
   END IF;
   RETURN QUERY
-    SELECT dispatch_job(k), dispatch_distance_m(at_lat, at_lng, k.lat, k.lng) AS metres
+    SELECT dispatch_job_json(k), dispatch_distance_m(at_lat, at_lng, k.lat, k.lng) AS metres
       FROM unnest(kept) k
      ORDER BY metres
      LIMIT wanted;
