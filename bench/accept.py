@@ -90,11 +90,23 @@ VALUES (%(job_id)s, 'job.assigned', %(version)s, %(worker_id)s, %(document)s)
 """
 CLASSIC_STORE = """
 INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
-VALUES (%(worker_id)s, %(key)s, 'fp', %(status)s, %(body)s)
+VALUES (%(worker_id)s, %(key)s, %(fingerprint)s, %(status)s, %(body)s)
 """
 
 
+def _lost_body() -> str:
+    """The 409 a loser is answered and its key keeps, as the handler writes it."""
+    from dispatch.errors import Code, error_body
+
+    return json.dumps(error_body(Code.JOB_TAKEN, str(UUID(int=7)), None))
+
+
+LOST_BODY = _lost_body()
+
+
 def _params(job_id: UUID, worker_id: str) -> dict[str, Any]:
+    """Every design stores the same idempotency row a real request does: its fingerprint and
+    its answer (a lost race, the contract's 409 body)."""
     return {
         "job_id": job_id,
         "worker_id": worker_id,
@@ -104,7 +116,9 @@ def _params(job_id: UUID, worker_id: str) -> dict[str, Any]:
         "actor": worker_id,
         "principal": worker_id,
         "key": f"k-{job_id}",
-        "fingerprint": "fp",
+        "fingerprint": idempotency.fingerprint(
+            "POST", "/jobs/{job_id}/accept", {"job_id": str(job_id)}, {}
+        ),
     }
 
 
@@ -120,12 +134,12 @@ def claim_floor(conn: db.Connection, attempt: Attempt) -> int:
     (in this benchmark always taken) and records its 409."""
     job_id, worker_id = attempt
     params = _params(job_id, worker_id)
-    key = {"principal": worker_id, "key": params["key"], "fingerprint": "fp", "answer_status": 200}
+    key = {**params, "answer_status": 200}
     row = conn.execute(jobs_sql.ACCEPT_JOB.keyed, {**params, **key}).fetchone()
     if row is not None:
         return 200
     conn.execute(jobs_sql.ACCEPT_FAILURE_FACTS, params).fetchone()
-    body = '{"error": {"code": "JOB_TAKEN"}}'
+    body = LOST_BODY
     conn.execute(idempotency.CLAIM_KEY_WITH_ANSWER, {**params, "status": 409, "body": body})
     return 409
 
@@ -157,7 +171,7 @@ def classic_transaction(conn: db.Connection, job_id: UUID, worker_id: str) -> tu
             )
             status, body = 200, json.dumps(document)
         else:
-            status, body = 409, '{"error": {"code": "JOB_TAKEN"}}'
+            status, body = 409, LOST_BODY
         conn.execute(CLASSIC_STORE, {**params, "status": status, "body": body})
     return status, body
 
