@@ -67,9 +67,12 @@ class Services:
         from dispatch_local import embedded
 
         self.home = home
+        home.mkdir(parents=True, exist_ok=True)  # a fresh clone has no .dispatch/sim yet
         self.admin = os.environ.get("DATABASE_URL") or embedded.postgres(
             home / "pg", database="postgres"
         )
+        # The settings ask for a database before a run names its own (migrating it, say).
+        os.environ.setdefault("DATABASE_URL", self.admin)
         self.redis_url = os.environ.get("REDIS_URL")
         if not os.environ.get("AWS_ENDPOINT_URL"):
             embedded.use_aws_stand_in(embedded.aws())
