@@ -91,7 +91,7 @@ bench-sweeper: $(STAMP)
 bench-outbox: $(STAMP)
 	$(BIN)/python -m bench.outbox
 
-## Every benchmark, one after the other, then docs/benchmarks.md with its plots.
+## Every benchmark and the simulated district, one after the other, then docs/benchmarks.md.
 bench: $(STAMP)
 	$(MAKE) bench-accept
 	$(MAKE) bench-sweeper
@@ -100,9 +100,10 @@ bench: $(STAMP)
 	$(MAKE) bench-soak
 	$(MAKE) bench-coldstart
 	$(MAKE) bench-ops
+	$(MAKE) simulate
 	$(BIN)/python -m bench.report
 
-## The simulated district (sim/scenarios/district.toml): three ways of offering on one seeded
+## The simulated district (sim/scenarios/district.toml): four ways of offering on one seeded
 ## city, two hours at 12x real time each; the report, plots and replays go to sim/runs/district.
 SCENARIO ?= sim/scenarios/district.toml
 simulate: $(STAMP)

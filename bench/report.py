@@ -217,6 +217,38 @@ def _save(fig: Any, name: str) -> str:
     return f"benchmarks/{name}"
 
 
+SIMULATION = Path(__file__).parent.parent / "sim" / "runs" / "district"
+SIMULATION_PLOTS = ("fill-vs-time.png", "time-to-accept.png", "filled-over-time.png")
+
+
+def simulation() -> list[str]:
+    """The district's side-by-side table and plots, as `make simulate` left them."""
+    report = SIMULATION / "report.md"
+    lines = [
+        "",
+        "## The simulated district",
+        "",
+        "`make simulate` (`sim/scenarios/district.toml`). The real dispatch (the handlers as"
+        " Lambda invokes them, the SQL on Postgres, positions in Redis, waves, publisher and"
+        " sweeper) in a seeded city whose workers and businesses are simulated, faster than"
+        " real time; each configuration on the same world. The whole report, with the history"
+        " checker's verdict and requests by route, is `sim/runs/district/report.md`.",
+        "",
+    ]
+    if not report.exists():
+        return [*lines, "(not run)"]
+    text = report.read_text().splitlines()
+    start = next(i for i, line in enumerate(text) if line.startswith("| |"))
+    end = next((i for i in range(start, len(text)) if not text[i].startswith("|")), len(text))
+    lines += [text[i] for i in range(start - 2, end)]  # the sentence above the table, too
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    for plot in SIMULATION_PLOTS:
+        if (SIMULATION / plot).exists():
+            (PLOTS / f"sim-{plot}").write_bytes((SIMULATION / plot).read_bytes())
+            lines += ["", f"![{plot}](benchmarks/sim-{plot})"]
+    return lines
+
+
 def render() -> str:
     lines = [
         "# Benchmarks",
@@ -238,6 +270,7 @@ def render() -> str:
         lines.append(table.read_text().strip() if table.exists() else "(not run)")
         if plots.get(name):
             lines += ["", f"![{title}]({plots[name]})"]
+    lines += simulation()
     return "\n".join(lines) + "\n"
 
 

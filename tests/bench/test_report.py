@@ -20,6 +20,13 @@ def test_the_report_has_tables_plots_and_the_machine(
     results.mkdir()
     monkeypatch.setattr(report, "RESULTS", results)
     monkeypatch.setattr(report, "PLOTS", docs / "benchmarks")
+    simulated = tmp_path / "sim"
+    simulated.mkdir()
+    monkeypatch.setattr(report, "SIMULATION", simulated)
+    (simulated / "report.md").write_text(
+        "# Simulation\n\nSeed 11; the same world.\n\n| | seed waves |\n| --- | ---: |\n"
+        "| fill rate | 93.0% |\n\n## The history checker\n"
+    )
     accept = [
         {"claimers": n, "mode": mode, "attempts": timing(n * k, n * k * 2), "wins": 1}
         for n in (1, 3, 10)
@@ -45,6 +52,7 @@ def test_the_report_has_tables_plots_and_the_machine(
     assert "## The machine" in text and "cores" in text
     assert "| 1 | floor | 1.50 |" in text and "| nearby | x PostGIS p99 |" in text
     assert text.count("(not run)") == 5  # sweeper, outbox, soak, coldstart, ops
+    assert "## The simulated district" in text and "| fill rate | 93.0% |" in text
     for plot in ("accept-latency-by-contention.png", "nearby-latency-by-size.png"):
         assert f"](benchmarks/{plot})" in text
         assert (docs / "benchmarks" / plot).read_bytes().startswith(b"\x89PNG")
