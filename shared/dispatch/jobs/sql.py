@@ -12,7 +12,7 @@ CREATE_JOB = with_event("""
     INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating)
     VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
             %(min_rating)s)
-    RETURNING *, dispatch_job(jobs) AS document
+    RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
 # Accept: everything that makes the job claimable is in the WHERE clause.
@@ -40,7 +40,7 @@ ACCEPT_JOB = with_event("""
                         WHERE live.assignee_id = %(worker_id)s
                           AND live.status IN ('assigned', 'in_progress')
                           AND live.id <> %(job_id)s)
-    RETURNING *, dispatch_job(jobs) AS document
+    RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
 # Only on the failure path: one read of everything that can stand in the way of an accept
@@ -61,7 +61,7 @@ SELECT j.status, j.version, j.assignee_id,
   FROM jobs j WHERE j.id = %(job_id)s
 """
 
-JOB_BY_ID = "SELECT dispatch_job(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
+JOB_BY_ID = "SELECT dispatch_job_json(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
 
 EVENTS_OF_JOB = """
 SELECT dispatch_event(e) AS document
@@ -91,7 +91,7 @@ TRANSITION_JOB = with_event("""
                                ELSE business_id = %(actor)s END
        AND (%(needs)s::text IS DISTINCT FROM 'before' OR before_photo_id IS NOT NULL)
        AND (%(needs)s::text IS DISTINCT FROM 'after' OR after_photo_id IS NOT NULL)
-    RETURNING *, dispatch_job(jobs) AS document
+    RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
 # Only on the failure path of a transition or a photo attach: the job as the caller may know it.
@@ -121,7 +121,7 @@ ATTACH_PHOTO = with_event("""
        AND EXISTS (SELECT 1 FROM photos p WHERE p.id = %(photo_id)s AND p.owner_id = %(actor)s)
        AND %(photo_id)s::uuid IS DISTINCT FROM
            (CASE WHEN %(slot)s = 'before' THEN after_photo_id ELSE before_photo_id END)
-    RETURNING *, dispatch_job(jobs) AS document
+    RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
 # Rate the work: the owning business, once the job is completed, once (jobs_rated_once). The
@@ -136,7 +136,7 @@ RATE_JOB = with_event(
        AND business_id = %(actor)s
        AND status = 'completed'
        AND rating IS NULL
-    RETURNING *, dispatch_job(jobs) AS document
+    RETURNING *, dispatch_job_json(jobs) AS document
 """,
     also=""",
 rated AS (
@@ -171,7 +171,7 @@ REOPEN_EXPIRED = with_event("""
        AND j.status = 'assigned'
        AND j.lease_expires_at <= now()
        AND j.window_end > now()
-    RETURNING j.*, dispatch_job(j) AS document
+    RETURNING j.*, dispatch_job_json(j) AS document
 """)
 
 # Windows that ended: an open job, or an assigned one whose lease ran out, can no longer be
@@ -195,7 +195,7 @@ EXPIRE_ENDED = with_event("""
      WHERE j.id = ended.id
        AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
        AND j.window_end <= now()
-    RETURNING j.*, dispatch_job(j) AS document
+    RETURNING j.*, dispatch_job_json(j) AS document
 """)
 
 

@@ -4,7 +4,7 @@ from typing import LiteralString
 
 # The job, if it is still open in this round.
 OPEN_JOB: LiteralString = """
-SELECT dispatch_job(j) AS document FROM jobs j
+SELECT dispatch_job_json(j) AS document FROM jobs j
  WHERE j.id = %(job_id)s AND j.status = 'open' AND j.version = %(version)s
    AND j.window_end > now()
 """

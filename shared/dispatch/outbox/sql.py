@@ -1,10 +1,11 @@
 """The outbox write: every change to a job writes exactly one event row, in the same statement.
 
 `with_event` wraps a data-modifying statement on `jobs` that ends in `RETURNING ... document`
-(the job as `dispatch_job` writes it). Each row it changes gets one `job_events` row (type and
-actor as parameters, data = that document: the public Job at its new version), so a change
-without its event cannot be committed, and `job_events_one_per_change` (unique job_id,
-version) makes a second event for the same change impossible.
+(the job as `dispatch_job_json` writes it: the answer's text, and as jsonb the event's data).
+Each row it changes gets one `job_events` row (type and actor as parameters, data = that
+document: the public Job at its new version), so a change without its event cannot be
+committed, and `job_events_one_per_change` (unique job_id, version) makes a second event for
+the same change impossible.
 """
 
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ def with_event(
 WITH changed AS ({change}),
 event AS (
     INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document FROM changed
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
 ){also},
 answers AS (SELECT *, ({answer})::text AS answer FROM changed)"""
     keyed = """,
