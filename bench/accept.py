@@ -41,11 +41,12 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from bench.common import Timing, bench_database, environment_restored, timing
+from bench.common import Timing, bench_database, timing
 from bench.server import counting_postgres
 from dispatch import db, idempotency
 from dispatch.config import settings
 from dispatch.jobs import sql as jobs_sql
+from dispatch_local import environment_restored
 
 MODES = ("bare", "floor", "classic", "handler", "classic-handler")
 LEASE_SECONDS = 600

@@ -14,25 +14,6 @@ from dispatch_local import REPO_ROOT, home
 
 
 @contextmanager
-def environment_restored(*names: str) -> Iterator[None]:
-    """Whatever the benchmark sets of these variables, the caller has its own back afterwards
-    (a test suite running a benchmark goes on with its own queue, Redis and metrics), and the
-    settings are read again."""
-    from dispatch.config import settings
-
-    before = {name: os.environ.get(name) for name in names}
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        settings.cache_clear()
-
-
-@contextmanager
 def bench_database(admin: str | None = None) -> Iterator[str]:
     """A fresh, migrated database on `admin`'s server (by default DATABASE_URL's, or an embedded
     one), dropped after."""

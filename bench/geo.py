@@ -32,10 +32,11 @@ import psycopg
 import redis
 from psycopg.types.string import TextLoader
 
-from bench.common import Timing, bench_database, environment_restored, timing
+from bench.common import Timing, bench_database, timing
 from dispatch import db
 from dispatch.config import settings
 from dispatch.jobs import sql as job_sql
+from dispatch_local import environment_restored
 
 RESULTS = Path(__file__).parent / "results"
 METRO = (12.97, 77.59)  # the metro's centre; its box is 40 x 40 km

@@ -22,8 +22,9 @@ from typing import Any
 
 import redis
 
-from bench.common import Timing, bench_database, environment_restored, timing
+from bench.common import Timing, bench_database, timing
 from dispatch import db
+from dispatch_local import environment_restored
 
 RESULTS = Path(__file__).parent / "results"
 METRO = (12.97, 77.59)

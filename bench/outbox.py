@@ -24,11 +24,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from uuid import UUID
 
-from bench.common import Timing, bench_database, environment_restored, timing
+from bench.common import Timing, bench_database, timing
 from dispatch import db
 from dispatch.config import settings
 from dispatch.outbox import relay
 from dispatch.outbox.sql import MESSAGE
+from dispatch_local import environment_restored
 
 RESULTS = Path(__file__).parent / "results"
 EVENTS_PER_JOB = 4

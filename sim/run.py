@@ -110,16 +110,11 @@ class Services:
 @contextmanager
 def environment(values: dict[str, str]) -> Iterator[None]:
     """The run's settings, and the caller's back afterwards (the next run reads them)."""
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
+    from dispatch_local import environment_restored
+
+    with environment_restored(*values):
+        os.environ.update(values)
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outcome:

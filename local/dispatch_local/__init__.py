@@ -1,6 +1,8 @@
 """The docker-free local stack and the `dispatch` CLI. Never deployed."""
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -17,3 +19,22 @@ def home() -> Path:
     path = Path(os.environ.get("DISPATCH_HOME", REPO_ROOT / ".dispatch"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@contextmanager
+def environment_restored(*names: str) -> Iterator[None]:
+    """Whatever is done to these variables inside, the caller has its own back afterwards (a
+    test suite running a benchmark or a simulation goes on with its own queue, Redis and
+    metrics), and the settings are read again."""
+    before = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        from dispatch.config import settings
+
+        settings.cache_clear()

@@ -44,17 +44,10 @@ class Api:
         self.routes = routes()
 
     def call(
-        self,
-        method: str,
-        path: str,
-        who: Who | None = None,
-        body: Any = None,
-        *,
-        key: str | None = "auto",
-        raw: bytes | None = None,
-        headers: dict[str, str] | None = None,
+        self, method: str, path: str, who: Who | None = None, body: Any = None, **options: Any
     ) -> Reply:
-        route, event = self.event(method, path, who, body, key=key, raw=raw, headers=headers)
+        """The request's answer from its function's real handler (`options` as for `event`)."""
+        route, event = self.event(method, path, who, body, **options)
         result = handler_of(route)(event, LambdaContext(function_name=route.function))
         text = result.get("body") or ""
         return Reply(
