@@ -13,6 +13,7 @@ same data, interleaved A B B A. The console polls these every two seconds.
 
 import argparse
 import json
+import os
 import random
 import time
 from collections.abc import Callable
@@ -182,8 +183,6 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
 
 
 def measure(url: str, redis_url: str, queries: int) -> list[RouteTiming]:
-    import os
-
     with environment_restored("DATABASE_URL", "REDIS_URL", "POWERTOOLS_METRICS_DISABLED"):
         os.environ.update(DATABASE_URL=url, REDIS_URL=redis_url, POWERTOOLS_METRICS_DISABLED="true")
         from dispatch.config import settings
@@ -283,8 +282,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny run that only proves it works")
     args = parser.parse_args(argv)
     queries = 10 if args.quick else args.queries
-    import os
-
     redis_url = os.environ.get("REDIS_URL")
     if not redis_url:
         from dispatch_local import embedded, home
