@@ -47,6 +47,7 @@ from dispatch import db, idempotency
 from dispatch.config import settings
 from dispatch.jobs import sql as jobs_sql
 from dispatch_local import environment_restored
+from dispatch_local.services import app_url
 
 MODES = ("bare", "floor", "classic", "handler", "classic-handler")
 LEASE_SECONDS = 600
@@ -266,7 +267,7 @@ _PROCESS: dict[str, Any] = {}
 
 def _init(url: str, barrier: Any) -> None:
     _PROCESS["barrier"] = barrier
-    os.environ["DATABASE_URL"] = url
+    os.environ["DATABASE_URL"] = app_url(url)  # the functions' own role, as deployed
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # stdout I/O is not what we measure
     os.environ["POWERTOOLS_LOG_LEVEL"] = "WARNING"
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
@@ -368,7 +369,7 @@ def wire_round_trips(url: str) -> dict[str, tuple[int, int]]:
         environment_restored("DATABASE_URL", "POWERTOOLS_METRICS_DISABLED"),
         db.connect(url) as admin,
     ):
-        os.environ["DATABASE_URL"] = url
+        os.environ["DATABASE_URL"] = app_url(url)
         os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # stdout is the report's
         settings.cache_clear()
         db.close()

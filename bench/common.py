@@ -11,13 +11,14 @@ import psycopg
 
 from dispatch import db, migrations
 from dispatch_local import REPO_ROOT, home
+from dispatch_local.services import owner_url
 
 
 @contextmanager
 def bench_database(admin: str | None = None) -> Iterator[str]:
     """A fresh, migrated database on `admin`'s server (by default DATABASE_URL's, or an embedded
     one), dropped after."""
-    admin = admin or os.environ.get("DATABASE_URL")
+    admin = admin or owner_url()
     if not admin:
         from dispatch_local import embedded
 

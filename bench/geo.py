@@ -296,7 +296,7 @@ def _locations(redis_url: str, updates: int, blocks: int) -> LocationReport:
             wall[side].append((time.perf_counter_ns() - w0) / 1e3 / updates)
     client.delete("bench:positions", "bench:seen")
     bench_workers = [f"bench-w-{i}" for i in range(1_000)]
-    for key in (dispatch_locations.POSITIONS, dispatch_locations.LAST_SEEN):
+    for key in dispatch_locations.position_keys():
         client.zrem(key, *bench_workers)
     return LocationReport(
         updates,

@@ -26,6 +26,7 @@ import redis
 from bench.common import Timing, bench_database, timing
 from dispatch import db
 from dispatch_local import environment_restored
+from dispatch_local.services import app_url
 
 RESULTS = Path(__file__).parent / "results"
 METRO = (12.97, 77.59)
@@ -127,14 +128,14 @@ def build_city(url: str, redis_url: str, seed: int = 13) -> None:
             )
         conn.execute("VACUUM ANALYZE")
     client = redis.Redis.from_url(redis_url)
-    client.delete(locations.POSITIONS, locations.LAST_SEEN)
+    client.delete(*locations.position_keys())
     now = time.time()
     pipe = client.pipeline(transaction=False)
     for w in range(WORKERS):
         lat = METRO[0] + rng.uniform(-0.18, 0.18)
         lng = METRO[1] + rng.uniform(-0.18, 0.18)
-        pipe.geoadd(locations.POSITIONS, (lng, lat, f"w-{w}"))
-        pipe.zadd(locations.LAST_SEEN, {f"w-{w}": now - rng.uniform(0, 30)})
+        pipe.geoadd(locations.position_keys().positions, (lng, lat, f"w-{w}"))
+        pipe.zadd(locations.position_keys().seen, {f"w-{w}": now - rng.uniform(0, 30)})
     pipe.execute()
 
 
@@ -162,12 +163,14 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
     def jobs() -> None:
         conn.execute(sql.JOBS_IN_BOX, {**box, "statuses": live, "limit": 1000}).fetchall()
 
+    positions = locations.position_keys().positions
+
     def workers() -> None:
         found = client.geosearch(
-            locations.POSITIONS, longitude=77.595, latitude=12.97, width=40_500, height=40_400,
+            positions, longitude=77.595, latitude=12.97, width=40_500, height=40_400,
             unit="m", sort="ASC", count=5000, withcoord=True,
         )  # fmt: skip
-        client.zmscore(locations.LAST_SEEN, [w for w, _ in found])  # type: ignore[union-attr]
+        client.zmscore(locations.position_keys().seen, [w for w, _ in found])  # type: ignore[union-attr]
         ids = [w.decode() for w, _ in found]  # type: ignore[union-attr]
         conn.execute(sql.BUSY_WORKERS, {"ids": ids}).fetchall()
 
@@ -184,7 +187,9 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
 
 def measure(url: str, redis_url: str, queries: int) -> list[RouteTiming]:
     with environment_restored("DATABASE_URL", "REDIS_URL", "POWERTOOLS_METRICS_DISABLED"):
-        os.environ.update(DATABASE_URL=url, REDIS_URL=redis_url, POWERTOOLS_METRICS_DISABLED="true")
+        os.environ.update(
+            DATABASE_URL=app_url(url), REDIS_URL=redis_url, POWERTOOLS_METRICS_DISABLED="true"
+        )
         from dispatch.config import settings
         from dispatch.ops import queries as ops_queries
         from dispatch.workers import locations

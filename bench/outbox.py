@@ -30,12 +30,13 @@ from dispatch.config import settings
 from dispatch.outbox import relay
 from dispatch.outbox.sql import MESSAGE
 from dispatch_local import environment_restored
+from dispatch_local.services import app_url
 
 RESULTS = Path(__file__).parent / "results"
 EVENTS_PER_JOB = 4
 
 SETUP = [
-    "TRUNCATE jobs, job_events, idempotency_keys, workers, photos, consumed_events CASCADE",
+    "TRUNCATE jobs, job_events, idempotency_keys, workers, photos CASCADE",
     """INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
        SELECT 'b-1', 12.97, 77.59, '{}', now() + interval '1 hour', now() + interval '3 hours'
          FROM generate_series(1, %(jobs)s)""",
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     with bench_database() as url:
         rates = run(url, *sizes)
     with bench_database() as url:
-        os.environ["DATABASE_URL"] = url
+        os.environ["DATABASE_URL"] = app_url(url)
         os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # stdout I/O is not what we measure
         settings.cache_clear()
         under_backlog = accept_under_backlog(url, accepts, waiting)

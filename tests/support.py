@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -173,9 +174,10 @@ def end_window(job_id: str) -> None:
     """Move a job's window into the past, as if its hours went by (the clock, not the job: the
     sweeper and the rules then do what they would at that hour)."""
     from dispatch import db
-    from dispatch.config import settings
 
-    with db.connect(settings().database_url) as conn:
+    # As the owner: the application role may never move a window (a job's window, place and
+    # skills are fixed once posted; migration 0015).
+    with db.connect(os.environ["DATABASE_OWNER_URL"]) as conn:
         conn.execute(
             """UPDATE jobs SET window_start = window_start - (window_end - now()) - interval '1 s',
                               window_end = now() - interval '1 s'

@@ -1,17 +1,16 @@
-"""Scheduled every minute: reopen expired assignments, remove idempotency keys past 24 hours,
-relay to the queue whatever events a crash or an SQS outage left unpublished, and forget
-worker positions nobody has reported for an hour."""
+"""Scheduled every minute: expire jobs whose window ended, reopen expired assignments, remove
+idempotency keys past 24 hours, and forget worker positions nobody has reported for an hour.
+Relaying the outbox is another function's duty (outbox_relay): a backlog of events never
+holds up a lease."""
 
 from dataclasses import asdict
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
 from dispatch.config import settings
-from dispatch.observability import count, logger, metrics, record
-from dispatch.outbox import relay
+from dispatch.observability import count, logger, metrics
 from dispatch.sweeper import sweep
 from dispatch.workers import locations
 
@@ -28,17 +27,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
 
     report = db.run(lambda conn: sweep(conn, time_left))
     count("LeasesReopened", report.reopened)
-    relayed = (
-        db.run(lambda conn: relay.catch_up(conn, relay.sqs_send, time_left))
-        if settings().outbox_queue_url
-        else 0
-    )
-    count("EventsRelayed", relayed)
-    record("RelayLagSeconds", MetricUnit.Seconds, db.run(relay.lag_seconds))
-    done = {
-        **asdict(report),
-        "relayed": relayed,
-        "positions_pruned": locations.prune_if_reachable(),
-    }
+    done = {**asdict(report), "positions_pruned": locations.prune_if_reachable()}
     logger.info("sweep done", extra=done)
     return done

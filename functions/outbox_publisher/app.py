@@ -1,5 +1,7 @@
 """SQS FIFO consumer: publishes job events to the EventBridge bus, reporting partial failures.
-An event that opens a job (created, reopened, released) also starts its round of offers.
+Each message names an event; its job's unpublished events up to it go on the bus from the
+table, in version order (dispatch.outbox.publisher). An event that opens a job (created,
+reopened, released) also starts its round of offers.
 
 FIFO order is kept per job (message group): the FIFO batch processor stops at the first
 failure and hands the rest back, so a poison message holds up its own job only, and lands in
@@ -20,7 +22,7 @@ from dispatch.config import settings
 from dispatch.events import Event
 from dispatch.observability import logger, metrics
 from dispatch.offers import waves
-from dispatch.outbox.publisher import publish, put_on_bus
+from dispatch.outbox.publisher import publish_up_to, put_on_bus
 
 # On a failure only the rest of that message group (that job) waits; other jobs go on.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
@@ -28,7 +30,11 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 def publish_record(record: SQSRecord) -> None:
     event = Event.from_json(record.body)
-    db.run(lambda conn: publish(conn, event, put_on_bus, then=waves.start_round))
+    db.run(
+        lambda conn: publish_up_to(
+            conn, event.job_id, event.version, put_on_bus, then=waves.start_round
+        )
+    )
 
 
 settings()  # at cold start: a bad environment fails the init, not the first event

@@ -38,3 +38,17 @@ def environment_restored(*names: str) -> Iterator[None]:
         from dispatch.config import settings
 
         settings.cache_clear()
+
+
+# What a handler's settings need before its module can be imported; a placeholder that no
+# request ever uses (nothing connects at import).
+UNUSED_DATABASE_URL = "postgresql://documentation-only.invalid/none"
+
+
+@contextmanager
+def settings_not_needed() -> Iterator[None]:
+    """Import handler modules for what they declare (routes, models), not to run them: the
+    settings their cold start validates get a placeholder where the environment has none."""
+    with environment_restored("DATABASE_URL"):
+        os.environ.setdefault("DATABASE_URL", UNUSED_DATABASE_URL)
+        yield

@@ -9,7 +9,9 @@ from dispatch_local import home
 
 
 def _database_url() -> str:
-    if url := os.environ.get("DATABASE_URL"):
+    from dispatch_local.services import owner_url
+
+    if url := owner_url():
         return url
     from dispatch_local import embedded
 
@@ -57,9 +59,10 @@ def dev(args: argparse.Namespace) -> None:
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
     stack = gateway.Gateway(environments=args.environments)
     sweep_every = int(os.environ.get("DISPATCH_SWEEP_INTERVAL_SECONDS", "60"))
-    stack.run_schedules(
-        lambda s: sweep_every if s.function == "LeaseSweeperFunction" else s.every_seconds
-    )
+    # In AWS one relay run polls for most of its minute; here it runs every second instead.
+    relay_every = int(os.environ.get("DISPATCH_RELAY_INTERVAL_SECONDS", "1"))
+    periods = {"LeaseSweeperFunction": sweep_every, "OutboxRelayFunction": relay_every}
+    stack.run_schedules(lambda s: periods.get(s.function, s.every_seconds))
     stack.run_queue_consumers(
         {"OutboxQueue": os.environ["OUTBOX_QUEUE_URL"], "OfferQueue": os.environ["OFFER_QUEUE_URL"]}
     )

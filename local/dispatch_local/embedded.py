@@ -184,3 +184,167 @@ def ensure_offer_queue(bus_name: str) -> str:
         Attributes={"VisibilityTimeout": "60", "RedrivePolicy": _json.dumps(redrive)},
     )["QueueUrl"]
     return queue_url
+
+
+# -- the parts AWS puts in front: a transaction-pooling proxy and a sharded keyspace ----------
+# RDS Proxy multiplexes transactions over fewer server connections and refuses startup
+# options; ElastiCache Serverless is a Redis Cluster. PgBouncer (transaction pooling) and a
+# three-master Redis Cluster, both from Debian's packages, stand for them in the tests' second
+# tier (`make test-aws-path`): the same code, proven through the same kinds of parts.
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _binary(name: str) -> str:
+    import shutil
+
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
+    if found is None:
+        raise RuntimeError(f"{name} is not installed: `make aws-path-tools` installs it")
+    return found
+
+
+def _child(command: list[str], log: Path) -> "subprocess.Popen[bytes]":
+    """A server that dies with this process, even under kill -9 (PR_SET_PDEATHSIG)."""
+    import atexit
+    import ctypes
+    import signal
+
+    def die_with_parent() -> None:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)
+
+    with log.open("ab") as out:
+        server = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+        )
+    atexit.register(_stop, server)
+    return server
+
+
+def _wait_for_port(port: int, server: "subprocess.Popen[bytes]", log: Path) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            break
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(MOTO_POLL_SECONDS)
+    raise RuntimeError(f"{log.name} did not start: {log.read_text()[-2000:]}")
+
+
+PGBOUNCER_INI = """[databases]
+* = {upstream}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {folder}/users.txt
+pool_mode = transaction
+default_pool_size = {pool_size}
+min_pool_size = 0
+reserve_pool_size = 0
+max_client_conn = 2000
+max_db_connections = 0
+server_lifetime = 3600
+query_wait_timeout = 60
+"""
+
+
+def pgbouncer(upstream_url: str, pool_size: int, users: list[str]) -> str:
+    """PgBouncer in transaction pooling in front of `upstream_url`'s server (any database on
+    it, as the same user, who must be able to sign in there without a password: trust, as the
+    embedded Postgres and this machine's do); `pool_size` server connections per database and
+    user, however many clients. Returns `upstream_url` pointed at it."""
+    import os
+    import tempfile
+
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    info = conninfo_to_dict(upstream_url)
+    upstream = f"host={info.get('host') or '/tmp'} port={info.get('port') or 5432}"
+    # PgBouncer will not run as root: it switches to nobody, who must read its folder.
+    folder = Path(tempfile.mkdtemp(prefix="dispatch-pgbouncer-"))
+    folder.chmod(0o755)
+    port = _free_port()
+    (folder / "users.txt").write_text("".join(f'"{user}" ""\n' for user in users))
+    (folder / "pgbouncer.ini").write_text(
+        PGBOUNCER_INI.format(upstream=upstream, port=port, folder=folder, pool_size=pool_size)
+    )
+    for file in folder.iterdir():
+        file.chmod(0o644)
+    as_user = ["-u", "nobody"] if os.geteuid() == 0 else []
+    log = folder / "pgbouncer.log"
+    server = _child([_binary("pgbouncer"), *as_user, str(folder / "pgbouncer.ini")], log)
+    _wait_for_port(port, server, log)
+    return make_conninfo(upstream_url, host="127.0.0.1", port=str(port))
+
+
+def _cluster_ports(count: int) -> list[int]:
+    """Free ports whose cluster bus ports (10,000 higher) are free too, so at most 55535."""
+    import random
+    import socket
+
+    chosen: list[int] = []
+    while len(chosen) < count:
+        port = random.randint(20_000, 45_000)
+        try:
+            for candidate in (port, port + 10_000):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        if port not in chosen:
+            chosen.append(port)
+    return chosen
+
+
+def redis_cluster(folder: Path, masters: int = 3) -> str:
+    """A Redis Cluster of `masters` primaries on loopback ports (no replicas), its 16384 slots
+    split evenly; returns a redis:// URL of one node (a cluster client finds the others)."""
+    import time
+
+    import redis as redis_py
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ports = _cluster_ports(masters)
+    for port in ports:
+        node = folder / str(port)
+        node.mkdir(exist_ok=True)
+        log = node / "redis.log"
+        server = _child(
+            [
+                _binary("redis-server"),
+                "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node),
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--save", "", "--appendonly", "no", "--protected-mode", "no",
+            ],
+            log,
+        )  # fmt: skip
+        _wait_for_port(port, server, log)
+    clients = [redis_py.Redis(host="127.0.0.1", port=port) for port in ports]
+    slots = 16384
+    for n, client in enumerate(clients):
+        client.execute_command(
+            "CLUSTER ADDSLOTSRANGE", n * slots // masters, (n + 1) * slots // masters - 1
+        )
+    for port in ports[1:]:
+        clients[0].execute_command("CLUSTER MEET", "127.0.0.1", port)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if all(c.cluster("INFO").get("cluster_state") == "ok" for c in clients):
+            return f"redis://127.0.0.1:{ports[0]}/0"
+        time.sleep(0.2)
+    raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")

@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.http.resolver import IDEMPOTENCY_KEY, STATE_CHANGING
 from dispatch_local import asyncapi as bus_contract
-from dispatch_local import tokens
+from dispatch_local import settings_not_needed, tokens
 from dispatch_local.events import LambdaContext, http_api_event
 from dispatch_local.template import (
     Function,
@@ -82,7 +82,15 @@ def scheduled_event(schedule: Schedule) -> dict[str, Any]:
 
 
 def openapi_document(all_routes: list[Route]) -> dict[str, Any]:
-    """One OpenAPI document for the whole API, merged from every function's resolver."""
+    """One OpenAPI document for the whole API, merged from every function's resolver. It is
+    made from the handlers' code alone: importing a handler validates its settings (cold
+    start), which a document does not need, so none are asked for (a fresh clone's test
+    collection, `dispatch openapi` with no database anywhere)."""
+    with settings_not_needed():
+        return _merged_document(all_routes)
+
+
+def _merged_document(all_routes: list[Route]) -> dict[str, Any]:
     merged: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": "Dispatch API", "version": "1"},
@@ -177,8 +185,9 @@ class Gateway:
         def loop(schedule: Schedule) -> None:
             while not self._stop.wait(every(schedule)):
                 try:
-                    result = self.pool.submit(invoke, schedule, scheduled_event(schedule), 60)
-                    print(f"{schedule.function}: {result.result()}", flush=True)
+                    done = self.pool.submit(invoke, schedule, scheduled_event(schedule), 60)
+                    if result := done.result():  # a run that found nothing to do says nothing
+                        print(f"{schedule.function}: {json.dumps(result)}", flush=True)
                 except Exception as error:  # a failed run is retried by the next one
                     print(f"{schedule.function} failed: {error!r}", flush=True)
 

@@ -226,9 +226,8 @@ def expired_leases_reopened(conn: Connection, grace_seconds: float) -> Iterator[
 
 def every_event_published(conn: Connection) -> Iterator[str]:
     rows = conn.execute("""
-        SELECT e.id::text AS id, e.type, e.job_id::text AS job_id FROM job_events e
-         WHERE NOT EXISTS (SELECT 1 FROM consumed_events c
-                            WHERE c.consumer = 'eventbridge' AND c.event_id = e.id)
+        SELECT id::text AS id, type, job_id::text AS job_id FROM job_events
+         WHERE published_at IS NULL
     """)
     for row in rows:
         yield f"event {row['type']} {row['id']} of job {row['job_id']} never reached the bus"

@@ -12,6 +12,7 @@ from dispatch_local import home
 # What a function needs to reach its services; everything else comes from the template.
 SERVICE_VARIABLES = (
     "DATABASE_URL",
+    "DATABASE_OWNER_URL",
     "REDIS_URL",
     "AWS_ENDPOINT_URL",
     "AWS_ACCESS_KEY_ID",
@@ -29,8 +30,9 @@ def start() -> dict[str, str]:
     ones for the rest (their data in DISPATCH_HOME, stopped when this process exits)."""
     from dispatch_local import embedded
 
-    if not os.environ.get("DATABASE_URL"):
-        os.environ["DATABASE_URL"] = embedded.postgres(home() / "pg")
+    owner = owner_url()
+    if not owner:
+        owner = embedded.postgres(home() / "pg")
     if not os.environ.get("REDIS_URL"):
         os.environ["REDIS_URL"] = embedded.redis(home())
     if not os.environ.get("AWS_ENDPOINT_URL"):
@@ -43,8 +45,31 @@ def start() -> dict[str, str]:
         os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"])
     if not os.environ.get("OFFER_QUEUE_URL"):
         os.environ["OFFER_QUEUE_URL"] = embedded.ensure_offer_queue(os.environ["EVENT_BUS_NAME"])
-    migrate(os.environ["DATABASE_URL"])
+    migrate(owner)
+    # The functions sign in as the application role, as in AWS; the owner only migrates.
+    os.environ["DATABASE_OWNER_URL"] = owner
+    os.environ["DATABASE_URL"] = app_url(owner)
     return {name: os.environ[name] for name in SERVICE_VARIABLES if os.environ.get(name)}
+
+
+def owner_url() -> str | None:
+    """The database owner's URL the environment names: DATABASE_OWNER_URL where a stack or a
+    test keeps it apart from the functions' DATABASE_URL, else DATABASE_URL (a user's own
+    server, as the README has them set it)."""
+    return os.environ.get("DATABASE_OWNER_URL") or os.environ.get("DATABASE_URL") or None
+
+
+def app_url(owner_url: str) -> str:
+    """The owner's server and database, signed in as the application role (with
+    DATABASE_APP_PASSWORD when the server asks for passwords; the migrator set it)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from dispatch.roles import APP_ROLE
+
+    params = {k: v for k, v in conninfo_to_dict(owner_url).items() if k != "password"}
+    if password := os.environ.get("DATABASE_APP_PASSWORD"):
+        params["password"] = password
+    return make_conninfo(**{**params, "user": APP_ROLE})
 
 
 def migrate(url: str) -> list[str]:

@@ -31,16 +31,21 @@ def start_stack(
     port = free_port()
     env = {
         **os.environ,
+        # The owner's URL: the stack migrates with it, and its functions sign in as the
+        # application role on the same database (dispatch_local.services).
         "DATABASE_URL": database_url,
+        "DATABASE_OWNER_URL": database_url,
         "DISPATCH_HOME": str(home),
         # Its own queue and bus on the shared AWS stand-in: its poller must not take the
         # in-process tests' messages.
         "EVENT_BUS_NAME": f"dispatch-e2e-{port}",
         "OUTBOX_QUEUE_URL": "",
         "OFFER_QUEUE_URL": "",
-        # And its own Redis (embedded, in its home): its sweeper prunes worker positions, and
-        # must not prune the ones another stack or an in-process test just reported.
+        # And its own Redis (embedded, in its home), or its own keyspace of a shared one: its
+        # sweeper prunes worker positions, and must not prune another stack's.
         "REDIS_URL": "",
+        "REDIS_CLUSTER": "false",
+        "DISPATCH_REDIS_NAMESPACE": f"dispatch-e2e-{port}",
         **environment,
     }
     log = (home / "stack.log").open("w")

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 
 @cache
-def client(service: Literal["sqs", "events", "s3"]) -> Any:
+def client(service: Literal["sqs", "events", "s3", "secretsmanager"]) -> Any:
     import boto3
 
     return boto3.client(service)

@@ -8,7 +8,7 @@ import sys
 from functools import cache
 from typing import Annotated, NamedTuple
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -42,16 +42,31 @@ Waves = Annotated[list[Wave], NoDecode, BeforeValidator(_waves), AfterValidator(
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
+    # Who this function signs in as: the application role (dispatch_app) for every function
+    # but the migrator, which signs in as the schema's owner (docs/deploy.md, "Roles").
     database_url: str = Field(min_length=1, validation_alias="DATABASE_URL")
     # Through RDS Proxy in AWS: sign in with a short-lived IAM token instead of a password.
     database_iam_auth: bool = Field(False, validation_alias="DATABASE_IAM_AUTH")
     redis_url: str | None = Field(None, validation_alias="REDIS_URL")
+    # A sharded keyspace (Redis Cluster, ElastiCache Serverless): a cluster-aware client.
+    redis_cluster: bool = Field(False, validation_alias="REDIS_CLUSTER")
+    # Every key this deployment writes starts with it (two stages may share one cache).
+    redis_namespace: str = Field(
+        "dispatch", pattern=r"^[A-Za-z0-9_.:-]{1,64}$", validation_alias="DISPATCH_REDIS_NAMESPACE"
+    )
     # Check-in deadline given to the winner of an accept.
     lease_seconds: int = Field(600, gt=0, validation_alias="DISPATCH_LEASE_SECONDS")
-    # Every statement and lock wait is bounded: a stuck query must not hold a Lambda hostage.
+    # The application role's statement and lock timeouts. They are the role's own settings
+    # (ALTER ROLE ... IN DATABASE ... SET), written by the migrator at every deploy, never
+    # startup options: RDS Proxy and PgBouncer refuse those, and a SET on a pooled connection
+    # would follow it to another client. Read by the migrator only.
     statement_timeout_ms: int = Field(5000, gt=0, validation_alias="DISPATCH_STATEMENT_TIMEOUT_MS")
     # Also the "short wait" of a duplicate request behind its still-running twin.
     lock_timeout_ms: int = Field(2000, gt=0, validation_alias="DISPATCH_LOCK_TIMEOUT_MS")
+    # The application role's password, set by the migrator: from Secrets Manager in AWS (the
+    # secret RDS Proxy signs in with), given directly on a local machine. Neither: unchanged.
+    database_app_password: SecretStr | None = Field(None, validation_alias="DATABASE_APP_PASSWORD")
+    database_app_secret_arn: str | None = Field(None, validation_alias="DATABASE_APP_SECRET_ARN")
     max_body_bytes: int = Field(16_384, gt=0, validation_alias="DISPATCH_MAX_BODY_BYTES")
     idempotency_ttl_hours: int = Field(24, gt=0, validation_alias="DISPATCH_IDEMPOTENCY_TTL_HOURS")
     # Expired leases reopened per sweeper transaction (see bench/sweeper.py for the choice).
@@ -63,6 +78,14 @@ class Settings(BaseSettings):
     event_bus_name: str = Field("dispatch", validation_alias="EVENT_BUS_NAME")
     relay_batch_size: int = Field(1000, gt=0, validation_alias="DISPATCH_RELAY_BATCH_SIZE")
     relay_claim_seconds: int = Field(30, gt=0, validation_alias="DISPATCH_RELAY_CLAIM_SECONDS")
+    # An event sent to the queue and still not on the bus this long after is sent again: the
+    # queue may have lost it (SQS drops a repeat within five minutes; the publisher skips what
+    # is already on the bus).
+    relay_resend_seconds: int = Field(20, gt=0, validation_alias="DISPATCH_RELAY_RESEND_SECONDS")
+    # How long one run of the scheduled relay keeps looking for stragglers (a pass a second):
+    # in AWS nearly its one-minute period, so that a straggler waits seconds, not a minute;
+    # locally the scheduler runs it every second instead.
+    relay_poll_seconds: int = Field(0, ge=0, validation_alias="DISPATCH_RELAY_POLL_SECONDS")
     # Locations (Redis GEO): positions older than this are ignored by offers; the sweeper
     # prunes positions older than the keep period.
     location_fresh_seconds: int = Field(

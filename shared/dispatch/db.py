@@ -3,6 +3,9 @@
 Lambda runs one request at a time per execution environment, so one connection each is
 enough. The local stack runs several "environments" as threads, hence thread-local storage.
 Autocommit with explicit `transaction()` blocks keeps every transaction short and visible.
+Nothing here relies on session state: in AWS each transaction may run on another server
+connection of RDS Proxy (PgBouncer in transaction pooling does the same, and the tests run
+through it).
 """
 
 import threading
@@ -46,9 +49,9 @@ def connect(url: str | None = None, **overrides: Any) -> Connection:
         row_factory=dict_row,
         connect_timeout=5,
         application_name="dispatch",
-        options=(
-            f"-c statement_timeout={s.statement_timeout_ms} -c lock_timeout={s.lock_timeout_ms}"
-        ),
+        # No `options` (RDS Proxy and PgBouncer refuse the startup parameter) and no SET: the
+        # timeouts are the application role's own settings (dispatch.roles), and a pooled
+        # server connection must carry nothing of one client's session to the next.
         **overrides,
     )
 

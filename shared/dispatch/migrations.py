@@ -13,6 +13,7 @@ from pathlib import Path
 
 from psycopg import errors
 
+from dispatch import roles
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.observability import logger
@@ -46,10 +47,24 @@ def load(directory: Path) -> list[Migration]:
     return [Migration(path.stem, path.read_text()) for path in sorted(directory.glob("*.sql"))]
 
 
-def apply(conn: Connection, migrations: list[Migration]) -> list[str]:
-    """Apply what is pending; returns the versions applied by this call."""
+def apply(
+    conn: Connection,
+    migrations: list[Migration],
+    lock_timeout_ms: int | None = None,
+    statement_timeout_ms: int | None = None,
+) -> list[str]:
+    """Apply what is pending, then write the application role's settings (dispatch.roles),
+    all in one transaction; returns the versions applied by this call. The timeouts given are
+    the transaction's own (SET LOCAL): through a pooler nothing outlives it."""
+    s = settings()
     applied_now: list[str] = []
     with conn.transaction():
+        for name, value in (
+            ("lock_timeout", lock_timeout_ms),
+            ("statement_timeout", statement_timeout_ms),
+        ):
+            if value is not None:
+                conn.execute("SELECT set_config(%s, %s, true)", (name, str(value)))
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATOR_LOCK,))
         conn.execute(SCHEMA_MIGRATIONS)
         done = {
@@ -67,6 +82,13 @@ def apply(conn: Connection, migrations: list[Migration]) -> list[str]:
                 (migration.version, migration.checksum),
             )
             applied_now.append(migration.version)
+        if roles.exists(conn):  # made by migration 0015
+            roles.configure(
+                conn,
+                statement_timeout_ms=s.statement_timeout_ms,
+                lock_timeout_ms=s.lock_timeout_ms,
+                password=roles.app_password(),
+            )
     return applied_now
 
 
@@ -89,12 +111,8 @@ def apply_patiently(
             raise TimeoutError("no time left to apply the migrations")
         with connect() as conn:
             connected(conn)
-            conn.execute(
-                "SELECT set_config('lock_timeout', %s, false)", (str(s.migration_lock_timeout_ms),)
-            )
-            conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(left_ms),))
             try:
-                return apply(conn, migrations)
+                return apply(conn, migrations, s.migration_lock_timeout_ms, left_ms)
             except errors.LockNotAvailable:
                 if attempt == s.migration_attempts:
                     raise

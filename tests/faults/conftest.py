@@ -2,16 +2,17 @@
 handlers off from Postgres or Redis and bring them back."""
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
 import pytest
 import redis
 
-from dispatch import db
+from dispatch import db, roles
 from dispatch.config import settings
 from dispatch.workers import locations
+from dispatch_local.services import app_url
 from tests.faults.proxy import Proxy, upstream_of
 
 
@@ -34,11 +35,32 @@ def reconfigure(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.fixture
+def role_timeouts(conn: db.Connection) -> Iterator[Callable[..., None]]:
+    """Change the application role's timeouts as a deploy would (dispatch.roles, the role's
+    own settings in this database); the handlers' next connection has them. Restored after."""
+
+    def apply(**timeouts: int) -> None:
+        s = settings()
+        wanted = {
+            "statement_timeout_ms": s.statement_timeout_ms,
+            "lock_timeout_ms": s.lock_timeout_ms,
+            **timeouts,
+        }
+        roles.configure(conn, **wanted)
+        db.close()
+
+    yield apply
+    apply()
+
+
+@pytest.fixture
 def postgres_proxy(database_url: str, reconfigure: Any) -> Iterator[Proxy]:
     """The handlers reach Postgres through a proxy the test can cut."""
     info = psycopg.conninfo.conninfo_to_dict(database_url)
     proxy = Proxy(upstream_of(str(info.get("host") or "/tmp"), int(info.get("port") or 5432)))
-    proxied = psycopg.conninfo.make_conninfo(database_url, host="127.0.0.1", port=proxy.port)
+    proxied = psycopg.conninfo.make_conninfo(
+        app_url(database_url), host="127.0.0.1", port=proxy.port
+    )
     reconfigure(DATABASE_URL=proxied)
     yield proxy
     proxy.close()

@@ -316,8 +316,8 @@ SCENARIOS: dict[int, Callable[[World, str], Reply]] = {
 
 
 @pytest.fixture
-def short_lock_waits(reconfigure: Any) -> None:
-    reconfigure(DISPATCH_LOCK_TIMEOUT_MS="200")
+def short_lock_waits(role_timeouts: Any) -> None:
+    role_timeouts(lock_timeout_ms=200)
 
 
 @pytest.mark.parametrize(("route", "status"), documented())

@@ -127,9 +127,9 @@ def test_connection_killed_right_after_the_commit(api: Api, conn: db.Connection)
 
 
 def test_a_lock_timeout_is_503_and_writes_nothing(
-    api: Api, conn: db.Connection, database_url: str, reconfigure: Any
+    api: Api, conn: db.Connection, database_url: str, role_timeouts: Any
 ) -> None:
-    reconfigure(DISPATCH_LOCK_TIMEOUT_MS="200")
+    role_timeouts(lock_timeout_ms=200)
     job = make_job(api)
     make_worker(api, WORKER)
     with db.connect(database_url) as holder, holder.transaction():
@@ -147,11 +147,11 @@ def test_a_lock_timeout_is_503_and_writes_nothing(
 
 
 def test_a_statement_timeout_is_503_and_writes_nothing(
-    api: Api, conn: db.Connection, reconfigure: Any
+    api: Api, conn: db.Connection, role_timeouts: Any
 ) -> None:
     job = make_job(api)
     make_worker(api, WORKER)
-    reconfigure(DISPATCH_STATEMENT_TIMEOUT_MS=str(int(STALL_SECONDS * 1000 / 5)))
+    role_timeouts(statement_timeout_ms=int(STALL_SECONDS * 1000 / 5))
     conn.execute(f"""
         CREATE FUNCTION stall_update() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN PERFORM pg_sleep({STALL_SECONDS}); RETURN NEW; END $$;

@@ -151,12 +151,12 @@ def test_a_duplicate_waits_for_the_first_then_replays(
 
 
 def test_a_duplicate_that_waits_too_long_gets_request_in_progress(
-    conn: db.Connection, database_url: str
+    conn: db.Connection, app_conn: db.Connection, database_url: str
 ) -> None:
     request = create_request("stuck-key")
     holder = holding_key(database_url, request, 3.0, "{}")
     with pytest.raises(DispatchError) as caught:
-        idempotency.execute(conn, request, create, 201)  # lock_timeout is 2 s
+        idempotency.execute(app_conn, request, create, 201)  # the role's lock_timeout: 2 s
     holder.join()
     assert caught.value.code is Code.REQUEST_IN_PROGRESS
     assert count(conn, "SELECT count(*) AS n FROM jobs") == 0

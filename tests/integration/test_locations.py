@@ -20,9 +20,9 @@ def test_a_reported_location_lands_in_redis_only(
     before = time.time()
     reply = api.call("PUT", "/workers/me/location", worker(1), {"lat": 12.9716, "lng": 77.5946})
     assert (reply.status, reply.body) == (204, None)
-    ((lng, lat),) = cache.geopos(locations.POSITIONS, "worker-1")
+    ((lng, lat),) = cache.geopos(locations.position_keys().positions, "worker-1")
     assert (round(lat, 4), round(lng, 4)) == (12.9716, 77.5946)
-    seen = cache.zscore(locations.LAST_SEEN, "worker-1")
+    seen = cache.zscore(locations.position_keys().seen, "worker-1")
     assert seen is not None and before <= seen <= time.time()
     # Nothing of it in Postgres, not even an idempotency key.
     assert conn.execute("SELECT count(*) AS n FROM idempotency_keys").fetchone() == {"n": 0}
@@ -32,9 +32,9 @@ def test_a_reported_location_lands_in_redis_only(
 def test_the_latest_position_wins(api: Api, cache: redis.Redis) -> None:
     for lat in (10.0, 11.0, 12.5):
         api.call("PUT", "/workers/me/location", worker(1), {"lat": lat, "lng": 77.0})
-    ((_, lat),) = cache.geopos(locations.POSITIONS, "worker-1")
+    ((_, lat),) = cache.geopos(locations.position_keys().positions, "worker-1")
     assert round(lat, 3) == 12.5
-    assert cache.zcard(locations.POSITIONS) == 1
+    assert cache.zcard(locations.position_keys().positions) == 1
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_the_latest_position_wins(api: Api, cache: redis.Redis) -> None:
 def test_bad_locations_are_refused(api: Api, cache: redis.Redis, body: object) -> None:
     reply = api.call("PUT", "/workers/me/location", worker(1), body)
     assert (reply.status, reply.code) == (400, "VALIDATION_FAILED")
-    assert cache.zcard(locations.POSITIONS) == 0
+    assert cache.zcard(locations.position_keys().positions) == 0
 
 
 def test_only_workers_report_locations(api: Api) -> None:
@@ -91,8 +91,10 @@ def test_the_sweeper_forgets_positions_nobody_reported_for_an_hour(
     sweeper = handler_of(next(s for s in schedules() if s.function == "LeaseSweeperFunction"))
     done = sweeper({}, LambdaContext(function_name="LeaseSweeperFunction"))
     assert done["positions_pruned"] == 1_500
-    assert [m.decode() for m in cache.zrange(locations.POSITIONS, 0, -1)] == ["recent"]
-    assert [m.decode() for m in cache.zrange(locations.LAST_SEEN, 0, -1)] == ["recent"]
+    assert [m.decode() for m in cache.zrange(locations.position_keys().positions, 0, -1)] == [
+        "recent"
+    ]
+    assert [m.decode() for m in cache.zrange(locations.position_keys().seen, 0, -1)] == ["recent"]
 
 
 def test_the_sweep_goes_on_when_redis_is_down(

@@ -10,7 +10,7 @@ import pytest
 from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.observability import logger
 from dispatch_local.events import LambdaContext
-from tests.support import Api, make_job, make_worker, worker
+from tests.support import Api, drain, make_job, make_worker, worker
 
 
 def emitted(capfd: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
@@ -84,15 +84,19 @@ def test_an_unexpected_failure_is_logged_correlated_and_not_leaked(
     assert "hunter2" in logs[0]["exception"]  # the operator, not the caller, sees the cause
 
 
-def test_the_sweeper_reports_reopened_leases_relayed_events_and_relay_lag(
-    api: Api, capfd: pytest.CaptureFixture[str]
+def test_the_sweeper_reports_reopened_leases_and_the_relay_its_events_and_lag(
+    api: Api, queues: dict[str, str], capfd: pytest.CaptureFixture[str]
 ) -> None:
     from dispatch_local.template import handler_of, schedules
 
-    (sweeper,) = schedules()
-    make_job(api)  # its event is relayed at once; nothing lags
+    sweeper, relay = schedules()
+    make_job(api)  # its event is relayed at once
+    drain(queues["outbox"])  # and published: nothing lags
     capfd.readouterr()
-    handler_of(sweeper)({}, LambdaContext(function_name=sweeper.function, timeout_seconds=60))
+    for scheduled in (sweeper, relay):
+        handler_of(scheduled)(
+            {}, LambdaContext(function_name=scheduled.function, timeout_seconds=60)
+        )
     records = emitted(capfd)
     assert metric_values(records, "LeasesReopened") == [[0.0]]
     assert metric_values(records, "EventsRelayed") == [[0.0]]

@@ -1,7 +1,9 @@
 """Outbox delivery, with moto standing in for SQS and EventBridge and a real Postgres: every
 committed event reaches the bus once per consumer effect, in version order per job."""
 
+import json
 import threading
+import time
 from typing import Any
 from uuid import UUID
 
@@ -9,9 +11,11 @@ import boto3
 import pytest
 
 from dispatch import aws, db
+from dispatch.config import settings
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob, TransitionEvent
 from dispatch.outbox import relay
+from dispatch_local.services import app_url
 from tests.integration.test_accept_races import together
 from tests.support import (
     BUSINESS,
@@ -101,7 +105,7 @@ def test_two_relays_never_send_one_event_twice_in_a_pass(
     start = threading.Barrier(2)
 
     def recorder(n: int) -> relay.Send:
-        def send(messages: list[relay.Message]) -> set[UUID]:
+        def send(messages: list[relay.Message], deadline: float) -> set[UUID]:
             passes[n] += [m.id for m in messages]
             return {m.id for m in messages}
 
@@ -125,19 +129,18 @@ class Crash(Exception):
     pass
 
 
-def test_a_crash_between_send_and_mark_duplicates_and_the_consumer_ignores_it(
+def test_a_relay_that_dies_after_sending_duplicates_and_the_publisher_ignores_it(
     conn: db.Connection, database_url: str, queues: dict[str, str]
 ) -> None:
     write_lives(database_url, jobs=2)
 
-    def send_then_crash(messages: list[relay.Message]) -> set[UUID]:
-        relay.sqs_send(messages)
-        raise Crash
+    def send_then_crash(messages: list[relay.Message], deadline: float) -> set[UUID]:
+        relay.sqs_send(messages, deadline)
+        raise Crash  # before the pass could record its send
 
     with pytest.raises(Crash):
         relay.relay_once(conn, send_then_crash)
-    # Time passes: the dead relay's claim runs out and the catch-up sends everything again.
-    conn.execute("UPDATE job_events SET relay_claimed_until = now() - interval '1 second'")
+    # Nothing recorded the send: the claims were let go and the catch-up sends all again.
     assert relay.catch_up(conn, relay.sqs_send) == 24
     # SQS FIFO drops repeats within five minutes; past that window they do arrive twice:
     sqs = boto3.client("sqs")
@@ -152,8 +155,98 @@ def test_a_crash_between_send_and_mark_duplicates_and_the_consumer_ignores_it(
         )
     drain(queues["outbox"])
     assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
-    consumed = conn.execute("SELECT count(*) AS n FROM consumed_events").fetchone()
-    assert consumed == {"n": 24}
+
+
+def forget_sends(conn: db.Connection) -> None:
+    """Time passes beyond the resend period since every send so far."""
+    conn.execute(
+        "UPDATE job_events SET relayed_at = relayed_at - make_interval(secs => %s)"
+        " WHERE relayed_at IS NOT NULL",
+        (settings().relay_resend_seconds + 1,),
+    )
+
+
+def test_messages_the_queue_lost_are_sent_again_and_reach_the_bus(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    """The queue took the messages and then lost them (the local stand-in killed with its
+    stack): SQS's acceptance is not publication, so the events are not lost."""
+    job = walk_to(api, "assigned", holder=worker(1))
+    assert on_the_queue(queues["outbox"])  # sent after each commit, and now gone
+    unpublished = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
+    assert unpublished.fetchone() == {"n": job["version"]}
+    assert relay.catch_up(conn, relay.sqs_send) == 0  # sent moments ago: not yet
+    forget_sends(conn)
+    assert relay.catch_up(conn, relay.sqs_send) == job["version"]
+    drain(queues["outbox"])
+    assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
+
+
+def test_a_later_message_first_puts_the_earlier_events_first(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    """Only the last event's message arrives (the others lost, or resent later): the bus still
+    gets every version, in order, and the late messages change nothing."""
+    job = walk_to(api, "assigned", holder=worker(1))
+    messages = on_the_queue(queues["outbox"])
+    assert len(messages) == job["version"]
+    sqs = boto3.client("sqs")
+    for body in [messages[-1], *messages[:-1]]:  # the newest first, then the others late
+        event = json.loads(body)
+        sqs.send_message(
+            QueueUrl=queues["outbox"],
+            MessageBody=body,
+            MessageGroupId=event["job_id"],
+            MessageDeduplicationId=f"again-{event['id']}",
+        )
+    drain(queues["outbox"])
+    bus = on_the_bus(queues["tap"])
+    assert [e["detail"]["version"] for e in bus] == list(range(1, job["version"] + 1))
+    assert_delivered_once_in_order(conn, bus)
+
+
+def test_a_pass_sends_only_while_its_claim_lasts_and_lets_the_rest_go(
+    conn: db.Connection, database_url: str
+) -> None:
+    write_lives(database_url, jobs=2)
+    seen: list[float] = []
+
+    def too_late(messages: list[relay.Message], deadline: float) -> set[UUID]:
+        seen.append(deadline - time.monotonic())
+        return relay.sqs_send(messages, deadline=time.monotonic() - 1)  # the claim ran out
+
+    report = relay.relay_once(conn, too_late)
+    assert (report.claimed, report.sent) == (24, 0)
+    left = seen[0]
+    assert 0 < left <= settings().relay_claim_seconds * relay.SENDING_SHARE_OF_CLAIM
+    held = conn.execute(
+        "SELECT count(*) AS n FROM job_events"
+        " WHERE relay_claimed_until IS NOT NULL OR relayed_at IS NOT NULL"
+    ).fetchone()
+    assert held == {"n": 0}, "what was not sent must be free for the next pass at once"
+    assert relay.catch_up(conn, relay.sqs_send) == 24
+
+
+def test_a_pass_whose_connection_died_while_sending_records_on_a_new_one(
+    conn: db.Connection, database_url: str
+) -> None:
+    """Found under connection kills: a pass's last statement ran on a connection killed long
+    before, and the whole pass was done again."""
+    write_lives(database_url, jobs=1)
+    with db.connect(app_url(database_url)) as relaying:
+
+        def send_while_killed(messages: list[relay.Message], deadline: float) -> set[UUID]:
+            conn.execute("SELECT pg_terminate_backend(%s)", (relaying.info.backend_pid,))
+            return relay.sqs_send(messages, deadline)
+
+        report = relay.relay_once(relaying, send_while_killed)
+    assert report.sent == 12
+    recorded = conn.execute(
+        "SELECT count(*) AS n FROM job_events"
+        " WHERE relayed_at IS NOT NULL AND relay_claimed_until IS NULL"
+    ).fetchone()
+    assert recorded == {"n": 12}
+    assert relay.catch_up(conn, relay.sqs_send) == 0  # nothing is sent twice
 
 
 def test_sqs_down_at_commit_then_back(
@@ -243,22 +336,22 @@ def test_a_write_relays_its_own_events_only_and_the_catch_up_drains_the_backlog(
 
     touched = conn.execute(
         """SELECT DISTINCT job_id FROM job_events
-            WHERE published_at IS NOT NULL OR relay_claimed_until IS NOT NULL"""
+            WHERE relayed_at IS NOT NULL OR relay_claimed_until IS NOT NULL"""
     ).fetchall()
     assert [row["job_id"] for row in touched] == [UUID(job["id"])]
+    assert [e["detail"]["version"] for e in on_the_bus_after(queues)] == [1, 2]
     waiting = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
     assert waiting.fetchone() == {"n": BACKLOG}
-    assert [e["detail"]["version"] for e in on_the_bus_after(queues)] == [1, 2]
 
     sent: list[UUID] = []
 
-    def record(messages: list[relay.Message]) -> set[UUID]:
+    def record(messages: list[relay.Message], deadline: float) -> set[UUID]:
         sent.extend(m.id for m in messages)
         return {m.id for m in messages}
 
     assert relay.catch_up(conn, record) == BACKLOG
     assert len(set(sent)) == BACKLOG
-    waiting = conn.execute("SELECT count(*) AS n FROM job_events WHERE published_at IS NULL")
+    waiting = conn.execute("SELECT count(*) AS n FROM job_events WHERE relayed_at IS NULL")
     assert waiting.fetchone() == {"n": 0}
 
 

@@ -112,4 +112,7 @@ def test_handlers_import_nothing_from_the_local_stack() -> None:
 def test_the_sweeper_runs_every_minute() -> None:
     from dispatch_local.template import schedules
 
-    assert [(s.function, s.every_seconds) for s in schedules()] == [("LeaseSweeperFunction", 60)]
+    assert [(s.function, s.every_seconds) for s in schedules()] == [
+        ("LeaseSweeperFunction", 60),
+        ("OutboxRelayFunction", 60),
+    ]

@@ -12,23 +12,41 @@ CALLS = {
     ".send_message(": "sqs:SendMessage",  # offer waves
     '"put_object"': "s3:PutObject",  # the presigned upload acts as the function's role
     "put_events": "events:PutEvents",
+    "get_secret_value": "secretsmanager:GetSecretValue",  # the migrator: the role's password
 }
 GRANTED_BY = {
     "SQSSendMessagePolicy": {"sqs:SendMessage"},
     "S3WritePolicy": {"s3:PutObject"},
     "EventBridgePutEventsPolicy": {"events:PutEvents"},
 }
-# Which functions reach which call: writers relay their events after commit, the sweeper
-# runs the catch-up relay, the transition function presigns uploads, the publisher puts and
-# starts offer rounds, the wave function puts offer events and schedules the next wave.
+# Which functions reach which call: writers relay their events after commit, the outbox relay
+# runs the catch-up, the transition function presigns uploads, the publisher puts and starts
+# offer rounds, the wave function puts offer events and schedules the next wave, the migrator
+# reads the application role's password.
 NEEDS = {
     "CreateJobFunction": {"sqs:SendMessage"},
     "AcceptJobFunction": {"sqs:SendMessage"},
     "TransitionFunction": {"sqs:SendMessage", "s3:PutObject"},
-    "LeaseSweeperFunction": {"sqs:SendMessage"},
+    "OutboxRelayFunction": {"sqs:SendMessage"},
     "OutboxPublisherFunction": {"events:PutEvents", "sqs:SendMessage"},
     "OfferWavesFunction": {"events:PutEvents", "sqs:SendMessage"},
+    "MigrateFunction": {"secretsmanager:GetSecretValue"},
 }
+
+
+def granted_by(policy: object) -> set[str]:
+    """The actions a SAM policy template or an inline statement (under !If) grants."""
+    if isinstance(policy, dict) and "If" in policy:
+        return set().union(*(granted_by(branch) for branch in policy["If"][1:]))
+    if isinstance(policy, dict) and "Statement" in policy:
+        found: set[str] = set()
+        for statement in policy["Statement"]:
+            actions = statement["Action"]
+            found |= {actions} if isinstance(actions, str) else set(actions)
+        return found
+    if isinstance(policy, dict):
+        return set().union(*(GRANTED_BY.get(name, set()) for name in policy))
+    return set()
 
 
 # Functions that never reach the database (the console serves files), and stay that way.
@@ -49,19 +67,48 @@ def environment_of(logical_id: str) -> set[str]:
     return names | set((props.get("Environment") or {}).get("Variables", {}))
 
 
+# Settings one function alone reads, and sets for itself: the migrator signs in as the owner
+# and writes the application role's timeouts and password (dispatch.roles).
+OWN_SETTINGS = {
+    "MigrateFunction": {
+        "DISPATCH_STATEMENT_TIMEOUT_MS",
+        "DISPATCH_LOCK_TIMEOUT_MS",
+        "DATABASE_APP_SECRET_ARN",
+        "DISPATCH_MIGRATION_LOCK_TIMEOUT_MS",
+        "DISPATCH_MIGRATION_ATTEMPTS",
+        "DISPATCH_MIGRATION_STATEMENT_TIMEOUT_MS",
+    },
+}
+# Read by local runs only, never deployed: a local server's password for the role (in AWS the
+# password is a secret that only RDS Proxy and the migrator read).
+LOCAL_ONLY = {"DATABASE_APP_PASSWORD"}
+
+
 def test_every_setting_the_code_reads_is_set_for_every_function() -> None:
     read = {str(field.validation_alias) for field in Settings.model_fields.values()}
+    own = set().union(*OWN_SETTINGS.values())
     template = load_template()
     for logical_id, res in template["Resources"].items():
         if res["Type"] == "AWS::Serverless::Function":
-            missing = read - environment_of(logical_id)
+            expected = read - own - LOCAL_ONLY | OWN_SETTINGS.get(logical_id, set())
+            missing = expected - environment_of(logical_id)
             assert not missing, f"{logical_id} lacks {sorted(missing)}"
+            strays = (own - OWN_SETTINGS.get(logical_id, set()) | LOCAL_ONLY) & environment_of(
+                logical_id
+            )
+            assert not strays, f"{logical_id} is given {sorted(strays)}, another's settings"
 
 
 def test_the_code_makes_no_aws_call_the_table_does_not_know() -> None:
     shared = "\n".join(p.read_text() for p in (REPO_ROOT / "shared").rglob("*.py"))
     called = set(re.findall(r"aws\.client\(\"\w+\"\)\.(\w+)\(", shared))
-    known = {"send_message_batch", "send_message", "generate_presigned_url", "put_events"}
+    known = {
+        "send_message_batch",
+        "send_message",
+        "generate_presigned_url",
+        "put_events",
+        "get_secret_value",
+    }
     assert called == known, called
     for call in CALLS:
         assert call in shared, call
@@ -71,10 +118,7 @@ def test_every_aws_action_the_code_needs_is_granted() -> None:
     template = load_template()
     for logical_id, needed in NEEDS.items():
         policies = template["Resources"][logical_id]["Properties"].get("Policies", [])
-        granted: set[str] = set()
-        for policy in policies:
-            for name in policy:
-                granted |= GRANTED_BY.get(name, set())
+        granted = set().union(*(granted_by(policy) for policy in policies))
         assert needed <= granted, f"{logical_id} needs {sorted(needed - granted)}"
 
 
@@ -98,13 +142,28 @@ def test_every_contract_route_is_served_by_exactly_one_function() -> None:
     assert all(len(functions) == 1 for functions in served.values()), served
 
 
-def test_every_function_may_connect_to_the_database_it_is_given() -> None:
-    """With the database created here, functions sign in with IAM tokens (db.iam_token)."""
+def connects_as(policy: str) -> dict[str, object]:
+    return {"If": ["CreateDatabase", {"Ref": policy}, {"Ref": "AWS::NoValue"}]}
+
+
+def test_every_function_may_connect_as_its_own_database_user_only() -> None:
+    """With the database created here, functions sign in with IAM tokens (db.iam_token):
+    rds-db:connect for dispatch_app to every function that reaches the database, for the
+    owner (dispatch_admin) to the migrator alone, and the URLs they are given agree."""
     template = load_template()
+    app, owner = connects_as("DatabaseConnectPolicy"), connects_as("OwnerDatabaseConnectPolicy")
     for logical_id, res in template["Resources"].items():
         if res["Type"] != "AWS::Serverless::Function" or logical_id in NO_DATABASE:
             continue
-        connect = {
-            "If": ["CreateDatabase", {"Ref": "DatabaseConnectPolicy"}, {"Ref": "AWS::NoValue"}]
-        }
-        assert connect in res["Properties"].get("Policies", []), logical_id
+        policies = res["Properties"].get("Policies", [])
+        mine, other = (owner, app) if logical_id == "MigrateFunction" else (app, owner)
+        assert mine in policies and other not in policies, logical_id
+    resources = template["Resources"]
+    for policy, user in (("DatabaseConnectPolicy", "dispatch_app"),
+                         ("OwnerDatabaseConnectPolicy", "dispatch_admin")):  # fmt: skip
+        (statement,) = resources[policy]["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Resource"]["Sub"][0].endswith(f"/{user}"), policy
+    url = template["Globals"]["Function"]["Environment"]["Variables"]["DATABASE_URL"]
+    assert "//dispatch_app@" in url["If"][1]["Sub"]
+    migrator = resources["MigrateFunction"]["Properties"]["Environment"]["Variables"]
+    assert "//dispatch_admin@" in migrator["DATABASE_URL"]["If"][1]["Sub"]

@@ -115,7 +115,7 @@ def test_declines_at_the_same_instant_hurry_the_next_wave_which_runs_once(
     messages ask for it (offer_waves)."""
     for round_ in range(5):
         conn.execute("TRUNCATE job_offers, offer_waves, job_declines, offer_events")
-        cache.delete(locations.POSITIONS, locations.LAST_SEEN)  # the last round's decliners
+        locations.forget_everyone()  # the last round's decliners
         for n in range(3):
             place(conn, f"decliner-{round_}-{n}", 500 + n * 100)
         job = make_job(api)

@@ -1,29 +1,25 @@
-"""The outbox publisher's work: each event from the queue onto the EventBridge bus, once.
+"""The outbox publisher's work: a job's events onto the EventBridge bus, in version order, and
+the record that they are there (`job_events.published_at`: "published" means on the bus).
 
-A message can arrive twice (at-least-once relay, SQS redelivery); the event id decides: what
-was already published is acknowledged and skipped. The put happens before the record of it,
-outside any transaction, so a crash between the two can repeat a put; bus consumers dedupe by
-the same id.
+A queue message names an event; the publisher puts that event and every earlier one of its
+job still unpublished, read from the table (a message lost with its queue, or a resend that
+arrives after a later version, changes nothing: the table is the record, the queue a wake-up
+call). What is already published is skipped, so a message delivered twice acts once. Each put
+comes before its record, outside any transaction, so a crash between the two can repeat a
+put; bus consumers dedupe by event id.
 """
 
 from collections.abc import Callable, Sequence
+from uuid import UUID
 
 from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.events import Event
 from dispatch.observability import count, logger
+from dispatch.outbox import sql
 
-CONSUMER = "eventbridge"
 SOURCE = "dispatch.jobs"
-
-ALREADY_PUBLISHED = """
-SELECT 1 AS done FROM consumed_events WHERE consumer = %(consumer)s AND event_id = %(event_id)s
-"""
-RECORD_PUBLISHED = """
-INSERT INTO consumed_events (consumer, event_id) VALUES (%(consumer)s, %(event_id)s)
-ON CONFLICT DO NOTHING
-"""
 
 Put = Callable[[Event], None]
 
@@ -32,21 +28,29 @@ class PublishFailed(Exception):
     pass
 
 
-def publish(
-    conn: Connection, event: Event, put: Put, then: Callable[[Event], None] | None = None
-) -> bool:
-    """Put `event` on the bus unless it already was; True when this call put it. `then` runs
-    after the put and before the record (the offer round an opening event starts), so a failure
-    there retries both; repeats are harmless (bus consumers dedupe, a wave runs once)."""
-    key = {"consumer": CONSUMER, "event_id": event.id}
-    if conn.execute(ALREADY_PUBLISHED, key).fetchone():
-        return False
-    put(event)
-    if then is not None:
-        then(event)
-    conn.execute(RECORD_PUBLISHED, key)
-    announce([event])
-    return True
+def publish_up_to(
+    conn: Connection,
+    job_id: UUID,
+    version: int,
+    put: Put,
+    then: Callable[[Event], None] | None = None,
+) -> list[Event]:
+    """Put the job's unpublished events up to `version` on the bus, oldest first; returns
+    those this call put. `then` runs after each put and before its record (the offer round an
+    opening event starts), so a failure there retries both; repeats are harmless (bus
+    consumers dedupe, a wave runs once). A failure stops the job here: its later events wait
+    for the retry, so the bus never sees a version before an earlier one."""
+    rows = conn.execute(sql.UNPUBLISHED_UP_TO, {"job_id": job_id, "version": version}).fetchall()
+    published: list[Event] = []
+    for row in rows:
+        event = Event.from_json(row["body"])
+        put(event)
+        if then is not None:
+            then(event)
+        conn.execute(sql.MARK_PUBLISHED, {"id": event.id})
+        published.append(event)
+    announce(published)
+    return published
 
 
 def announce(events: Sequence[Event]) -> None:

@@ -1,16 +1,25 @@
 """Moving committed event rows to the SQS FIFO queue: right after a writer commits, and as a
-catch-up on the sweeper's schedule for whatever a crash or an SQS outage left behind.
+catch-up on its own schedule for whatever a crash or an SQS outage left behind.
 
-Delivery is at least once (a relay that dies after sending and before marking lets its claim
-expire, and the events go again; SQS FIFO drops repeats within five minutes by their
-deduplication id, and consumers dedupe by event id anyway).
+The queue is trusted with nothing: a send is recorded as `relayed_at`, and only the publisher's
+put on the bus marks an event published. What is still unpublished `relay_resend_seconds`
+after its send goes again (SQS FIFO drops repeats within five minutes by their deduplication
+id; past that the publisher finds them published and skips them). So a queue that loses its
+messages (the local stand-in under a `kill -9`) costs a delay, never an event.
+
+Each pass is bounded: one claim of at most `relay_batch_size` events, sent only while the
+claim has time left, then marked on whatever connection still works; what was not sent is let
+go for the next pass.
 """
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
-from dispatch import aws
+import psycopg
+
+from dispatch import aws, db
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.observability import count, logger
@@ -27,8 +36,12 @@ class Message:
     body: str
 
 
-# Sends messages, returns the ids that the queue accepted.
-Send = Callable[[list[Message]], set[UUID]]
+# Sends messages until the deadline (time.monotonic()), returns the ids the queue accepted.
+Send = Callable[[list[Message], float], set[UUID]]
+
+# A pass sends for at most this share of its claim, so that it never outlives the claim (another
+# relay would then take the same events) and the marking statement has time left too.
+SENDING_SHARE_OF_CLAIM = 0.5
 
 
 @dataclass(frozen=True)
@@ -48,15 +61,31 @@ def relay_once(conn: Connection, send: Send, job_id: UUID | None = None) -> Rela
             "job_id": job_id,
             "batch_size": s.relay_batch_size,
             "claim_seconds": s.relay_claim_seconds,
+            "resend_seconds": s.relay_resend_seconds,
         },
     ).fetchall()
     if not rows:
         return RelayReport(0, 0)
+    deadline = time.monotonic() + s.relay_claim_seconds * SENDING_SHARE_OF_CLAIM
     messages = sorted((Message(**r) for r in rows), key=lambda m: (m.job_id, m.version))
-    sent = send(messages)
-    if sent:
-        conn.execute(sql.MARK_PUBLISHED, {"ids": list(sent)})
+    sent: set[UUID] = set()
+    try:
+        sent = send(messages, deadline)
+    finally:
+        _mark(conn, {"sent": list(sent), "claimed": [m.id for m in messages]})
     return RelayReport(len(messages), len(sent))
+
+
+def _mark(conn: Connection, marks: dict[str, list[UUID]]) -> None:
+    """Record the pass on its own connection, or on a fresh one when that one died meanwhile
+    (a pass is never done again because its last statement lost its connection)."""
+    try:
+        conn.execute(sql.MARK_RELAYED, marks)
+    except psycopg.OperationalError:
+        if not (conn.closed or conn.broken):
+            raise
+        with db.connect() as fresh:
+            fresh.execute(sql.MARK_RELAYED, marks)
 
 
 def catch_up(conn: Connection, send: Send, keep_going: Callable[[], bool] = lambda: True) -> int:
@@ -65,16 +94,15 @@ def catch_up(conn: Connection, send: Send, keep_going: Callable[[], bool] = lamb
     while keep_going():
         report = relay_once(conn, send)
         total += report.sent
-        # Only an empty claim means done: a pass can leave events whose job another relay
-        # holds an earlier event of; they are free on the next pass.
-        if report.claimed == 0 or report.sent == 0:
+        if report.claimed < settings().relay_batch_size or report.sent == 0:
             break
-    logger.info("outbox caught up", extra={"sent": total, "lag_seconds": lag_seconds(conn)})
+    if total:
+        logger.info("outbox caught up", extra={"sent": total})
     return total
 
 
 def lag_seconds(conn: Connection) -> float:
-    """Age of the oldest event not yet delivered (0 when none waits): the relay lag."""
+    """Age of the oldest event not yet on the bus (0 when none waits): the outbox lag."""
     row = conn.execute(sql.RELAY_LAG).fetchone()
     return float(row["seconds"]) if row else 0.0
 
@@ -107,11 +135,13 @@ def batches(messages: list[Message], size: int = 10) -> Iterable[list[Message]]:
         pending = rest
 
 
-def sqs_send(messages: list[Message]) -> set[UUID]:
+def sqs_send(messages: list[Message], deadline: float = float("inf")) -> set[UUID]:
     queue_url = settings().outbox_queue_url
     sent: set[UUID] = set()
     stopped: set[UUID] = set()  # jobs with a failed event: their later events wait
     for batch in batches(messages):
+        if time.monotonic() > deadline:
+            break  # the rest is let go with the claim, for the next pass
         batch = [e for e in batch if e.job_id not in stopped]
         if not batch:
             continue

@@ -48,40 +48,35 @@ SELECT * FROM answers
 
 
 # -- delivery -------------------------------------------------------------------------------
-# A relay claims unpublished events (a short lease on the rows, in one statement), sends them
-# to the SQS FIFO queue outside any transaction, then marks what was sent. Events of one job
-# go out in version order: an event is only claimed with every earlier unsent one of its job.
-
+# "Published" means on the bus, and only the publisher says so (published_at). The relay sends
+# committed events to the SQS FIFO queue and records the send (relayed_at); the queue is a
+# wake-up call, not the record: the publisher puts a job's unpublished events on the bus from
+# this table, in version order, so a message lost with its queue (a crash of the local
+# stand-in) or sent out of order costs a delay, never an event. Whatever is still unpublished
+# a while after its send is sent again.
 
 # What a relay sends: the event as the contract shows it (dispatch_event), written by Postgres.
 MESSAGE: LiteralString = "id, job_id, version, dispatch_event(job_events)::text AS body"
 
 
 def _claim(which: LiteralString, order: LiteralString) -> LiteralString:
+    """Claim a batch for a short while in one statement (SKIP LOCKED: two relays never take
+    the same event), so that no transaction is open while SQS is called."""
     return f"""
 WITH picked AS (
-    SELECT id, job_id, version FROM job_events
+    SELECT id FROM job_events
      WHERE published_at IS NULL
+       AND (relayed_at IS NULL
+            OR relayed_at < now() - make_interval(secs => %(resend_seconds)s))
        AND (relay_claimed_until IS NULL OR relay_claimed_until < now())
        {which}
      ORDER BY {order}
      LIMIT %(batch_size)s
        FOR UPDATE SKIP LOCKED
-), ranked AS (
-    SELECT id, job_id, version,
-           row_number() OVER (PARTITION BY job_id ORDER BY version) AS rank
-      FROM picked
-), in_order AS (
-    -- An event goes only with every earlier unsent event of its job: the picked events of a
-    -- job must start at its first unsent version and leave no gap (versions step by one).
-    SELECT r.id FROM ranked r
-     WHERE r.version = r.rank - 1 + (SELECT e.version FROM job_events e
-                                      WHERE e.job_id = r.job_id AND e.published_at IS NULL
-                                      ORDER BY e.version LIMIT 1)
 )
 UPDATE job_events
    SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
- WHERE id = ANY(ARRAY(SELECT id FROM in_order))
+ WHERE id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING {MESSAGE}
 """
 
@@ -91,11 +86,29 @@ CLAIM_UNPUBLISHED = _claim("", "occurred_at")
 # Right after a writer commits: that job's events only, through (job_id, version).
 CLAIM_UNPUBLISHED_OF_JOB = _claim("AND job_id = %(job_id)s", "job_id, version")
 
-MARK_PUBLISHED = """
-UPDATE job_events SET published_at = now(), relay_claimed_until = NULL WHERE id = ANY(%(ids)s)
+# The end of a pass: what SQS took is relayed; every claim of the pass is let go.
+MARK_RELAYED = """
+UPDATE job_events
+   SET relayed_at = CASE WHEN id = ANY(%(sent)s) THEN now() ELSE relayed_at END,
+       relay_claimed_until = NULL
+ WHERE id = ANY(%(claimed)s)
 """
 
-# Age of the oldest event not yet delivered: the relay lag.
+# The publisher: a job's events not yet on the bus, up to the version a message announced, in
+# version order (a version exists only once every earlier one committed: the job's row lock
+# serialises its changes).
+UNPUBLISHED_UP_TO = """
+SELECT dispatch_event(job_events)::text AS body
+  FROM job_events
+ WHERE job_id = %(job_id)s AND version <= %(version)s AND published_at IS NULL
+ ORDER BY version
+"""
+
+MARK_PUBLISHED = """
+UPDATE job_events SET published_at = now() WHERE id = %(id)s AND published_at IS NULL
+"""
+
+# Age of the oldest event not yet on the bus: the outbox lag.
 RELAY_LAG = """
 SELECT coalesce(extract(epoch FROM now() - min(occurred_at)), 0)::float AS seconds
   FROM job_events WHERE published_at IS NULL

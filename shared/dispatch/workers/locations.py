@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dispatch.config import settings
 from dispatch.errors import CacheUnavailable
@@ -22,38 +22,78 @@ from dispatch.workers.models import GEO_MAX_LAT, WorkerPosition
 
 if TYPE_CHECKING:
     import redis
+    from redis.cluster import RedisCluster
 
-POSITIONS = "dispatch:workers:positions"
-LAST_SEEN = "dispatch:workers:seen"
+    Client = redis.Redis | RedisCluster
+
+
+class Keys(NamedTuple):
+    """The two sorted sets. On a sharded keyspace (Redis Cluster, ElastiCache Serverless) a
+    key lives on the slot its hash tag (the part in braces) names: both share one tag, so the
+    pipeline and the prune script that touch both stay on one shard (no CROSSSLOT). All
+    positions sit in one slot either way, as GEOSEARCH reads one key (docs/scaling.md)."""
+
+    positions: str
+    seen: str
+
+
+def position_keys() -> Keys:
+    tag = "{" + settings().redis_namespace + ":workers}"
+    return Keys(f"{tag}:positions", f"{tag}:seen")
 
 
 @cache
-def client() -> "redis.Redis":
+def client() -> "Client":
     """One client per execution environment; short timeouts: a slow Redis answers 503 fast."""
-    import redis
-
     url = settings().redis_url
     if not url:
         raise CacheUnavailable("REDIS_URL is not set")
-    return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+    return connect(url, cluster=settings().redis_cluster)
+
+
+def connect(url: str, cluster: bool) -> "Client":
+    """A client for `url`: cluster-aware (it follows MOVED and keeps the slot map) when the
+    keyspace is sharded, plain otherwise."""
+    timeouts = {"socket_timeout": 1, "socket_connect_timeout": 1}
+    if cluster:
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(url, **timeouts)
+    import redis
+
+    return redis.Redis.from_url(url, **timeouts)
 
 
 @contextmanager
-def reachable() -> Iterator["redis.Redis"]:
-    """The client; Redis refusing, dropping or timing out raises CacheUnavailable."""
+def reachable() -> Iterator["Client"]:
+    """The client; Redis refusing, dropping or timing out raises CacheUnavailable (a cluster
+    that cannot serve a slot too)."""
     import redis
+    from redis.exceptions import ClusterError, RedisClusterException
 
     try:
         yield client()
-    except (redis.ConnectionError, redis.TimeoutError) as error:
+    except (
+        redis.ConnectionError,
+        redis.TimeoutError,
+        ClusterError,
+        RedisClusterException,
+    ) as error:
         raise CacheUnavailable(repr(error)) from error
+
+
+def forget_everyone() -> None:
+    """Every position gone (a fresh test, a new simulated city)."""
+    with reachable() as r:
+        r.delete(*position_keys())
 
 
 def report(worker_id: str, where: WorkerPosition, now: float | None = None) -> None:
     with reachable() as r:
+        positions, seen = position_keys()
         pipe = r.pipeline(transaction=False)
-        pipe.geoadd(POSITIONS, (where.lng, where.lat, worker_id))
-        pipe.zadd(LAST_SEEN, {worker_id: time.time() if now is None else now})
+        pipe.geoadd(positions, (where.lng, where.lat, worker_id))
+        pipe.zadd(seen, {worker_id: time.time() if now is None else now})
         pipe.execute()
 
 
@@ -62,9 +102,10 @@ def fresh_nearby(lat: float, lng: float, radius_m: float, limit: int) -> list[tu
     first. Two round trips: the nearest `limit` positions, then when each was last seen."""
     if abs(lat) > GEO_MAX_LAT:
         return []  # nobody can have reported a position up there
+    positions, seen_at = position_keys()
     with reachable() as r:
         found: list[tuple[bytes, float]] = r.geosearch(  # type: ignore[assignment]  # WITHDIST
-            POSITIONS,
+            positions,
             longitude=lng,
             latitude=lat,
             radius=radius_m,
@@ -75,7 +116,7 @@ def fresh_nearby(lat: float, lng: float, radius_m: float, limit: int) -> list[tu
         )
         if not found:
             return []
-        seen = r.zmscore(LAST_SEEN, [worker_id.decode() for worker_id, _ in found])
+        seen = r.zmscore(seen_at, [worker_id.decode() for worker_id, _ in found])
     cutoff = time.time() - settings().location_fresh_seconds
     return [
         (worker_id.decode(), float(distance))
@@ -96,9 +137,10 @@ def fresh_in_box(
     metres_per_degree = 111_320.0
     width = (max_lng - min_lng) * metres_per_degree * max(0.01, math.cos(math.radians(lat)))
     height = (max_lat - min_lat) * metres_per_degree
+    positions, seen_at = position_keys()
     with reachable() as r:
         found: list[tuple[bytes, tuple[float, float]]] = r.geosearch(  # type: ignore[assignment]
-            POSITIONS,
+            positions,
             longitude=lng,
             latitude=lat,
             width=width * 1.01,  # a little wider: the box in metres is not the box in degrees
@@ -115,7 +157,7 @@ def fresh_in_box(
         ]
         if not inside:
             return []
-        seen = r.zmscore(LAST_SEEN, [worker_id for worker_id, *_ in inside])
+        seen = r.zmscore(seen_at, [worker_id for worker_id, *_ in inside])
     cutoff = time.time() - settings().location_fresh_seconds
     return [
         (worker_id, w_lat, w_lng, float(last_seen))
@@ -142,7 +184,7 @@ def prune() -> int:
     with reachable() as r:
         script = r.register_script(_PRUNE)
         total = 0
-        while removed := int(script(keys=[POSITIONS, LAST_SEEN], args=[cutoff])):
+        while removed := int(script(keys=list(position_keys()), args=[cutoff])):
             total += removed
     return total
 
@@ -150,9 +192,10 @@ def prune() -> int:
 def prune_if_reachable() -> int:
     """The sweeper's housekeeping: an unreachable Redis must not fail the sweep."""
     import redis
+    from redis.exceptions import RedisClusterException
 
     try:
         return prune()
-    except (CacheUnavailable, redis.RedisError) as error:
+    except (CacheUnavailable, redis.RedisError, RedisClusterException) as error:
         logger.warning("locations not pruned", extra={"error": repr(error)})
         return 0

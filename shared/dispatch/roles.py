@@ -1,0 +1,84 @@
+"""The application role (dispatch_app): what every function but the migrator signs in as.
+
+Migration 0015 makes it and grants it only what the application uses. Its statement and lock
+timeouts are the role's own settings in this database, written here by the migrator (the
+schema's owner) at every deploy: no startup `options` (RDS Proxy and PgBouncer refuse them)
+and no SET on a connection (a pooler would carry it to another client). Postgres applies a
+role's settings to every session that role opens, so they hold however the connection was
+made: directly, through RDS Proxy, or through PgBouncer in transaction pooling.
+"""
+
+import json
+
+from psycopg import sql
+
+from dispatch.config import settings
+from dispatch.db import Connection
+
+APP_ROLE = "dispatch_app"
+
+
+def exists(conn: Connection) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,)).fetchone()
+        is not None
+    )
+
+
+def configure(
+    conn: Connection,
+    *,
+    statement_timeout_ms: int,
+    lock_timeout_ms: int,
+    password: str | None = None,
+) -> None:
+    """Write the role's timeouts in this database and, when given, its password (hashed here,
+    so the plain password is never sent to the server or seen in its logs)."""
+    database = conn.info.dbname
+    for name, milliseconds in (
+        ("statement_timeout", statement_timeout_ms),
+        ("lock_timeout", lock_timeout_ms),
+    ):
+        conn.execute(
+            sql.SQL("ALTER ROLE {} IN DATABASE {} SET {} = {}").format(
+                sql.Identifier(APP_ROLE),
+                sql.Identifier(database),
+                sql.Identifier(name),
+                sql.Literal(f"{int(milliseconds)}ms"),
+            )
+        )
+    if password is not None:
+        hashed = conn.pgconn.encrypt_password(password.encode(), APP_ROLE.encode())
+        conn.execute(
+            sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                sql.Identifier(APP_ROLE), sql.Literal(hashed.decode())
+            )
+        )
+
+
+def app_password() -> str | None:
+    """The password the migrator gives the role: the secret RDS Proxy signs in with (AWS), or
+    DATABASE_APP_PASSWORD (a local server that asks for passwords); None leaves it as it is."""
+    s = settings()
+    if s.database_app_secret_arn:
+        from dispatch import aws
+
+        secret = aws.client("secretsmanager").get_secret_value(SecretId=s.database_app_secret_arn)
+        return str(json.loads(secret["SecretString"])["password"])
+    return s.database_app_password.get_secret_value() if s.database_app_password else None
+
+
+def timeouts_of(conn: Connection) -> dict[str, str]:
+    """The role's settings in this database, as Postgres keeps them (for tests and ops)."""
+    row = conn.execute(
+        """SELECT coalesce(s.setconfig, '{}') AS settings
+             FROM pg_roles r
+             LEFT JOIN pg_db_role_setting s
+                    ON s.setrole = r.oid
+                   AND s.setdatabase = (SELECT oid FROM pg_database
+                                         WHERE datname = current_database())
+            WHERE r.rolname = %s""",
+        (APP_ROLE,),
+    ).fetchone()
+    found = row["settings"] if row else []
+    return dict(item.split("=", 1) for item in found)
