@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev lock screenshots simulate test lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-coldstart bench-ops template-lint checkov package clean
+.PHONY: browser dev lock screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-coldstart bench-ops template-lint checkov package clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,19 @@ dev: $(STAMP)
 ## Lint, type-check, template lint and security scan, and the whole test suite.
 test: $(STAMP) lint typecheck template-lint checkov browser
 	$(BIN)/pytest
+
+## The second tier, the parts AWS puts in front: the integration and end-to-end tests again,
+## through PgBouncer in transaction pooling (4 server connections per database and user, for
+## many more clients; it refuses startup options, as RDS Proxy does) and on a three-master Redis
+## Cluster (a sharded keyspace, as ElastiCache Serverless is). Both from Debian's packages,
+## installed when missing, started and stopped by the tests themselves.
+test-aws-path: $(STAMP) aws-path-tools
+	DISPATCH_TEST_AWS_PATH=1 $(BIN)/pytest tests/integration tests/e2e
+
+aws-path-tools:
+	@{ command -v pgbouncer || test -x /usr/sbin/pgbouncer; } >/dev/null && command -v redis-server >/dev/null \
+	  || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq pgbouncer redis-server >/dev/null; }
+	@echo "pgbouncer: $$(PATH=$$PATH:/usr/sbin pgbouncer --version | head -1); $$(redis-server --version)"
 
 ## The pure logic alone, in seconds: no Postgres, Redis or AWS stand-in needed.
 unit: $(STAMP)

@@ -49,12 +49,13 @@ SETUP = [
 
 # The same message, serialised the same way: only the claiming differs.
 NAIVE_NEXT = f"""
-SELECT {MESSAGE} FROM job_events WHERE published_at IS NULL ORDER BY occurred_at LIMIT 1
+SELECT {MESSAGE} FROM job_events
+ WHERE published_at IS NULL AND relayed_at IS NULL ORDER BY occurred_at LIMIT 1
 """
-NAIVE_MARK = "UPDATE job_events SET published_at = now() WHERE id = %s"
+NAIVE_MARK = "UPDATE job_events SET relayed_at = now() WHERE id = %s"
 
 
-def no_op_send(messages: list[relay.Message]) -> set[UUID]:
+def no_op_send(messages: list[relay.Message], deadline: float = float("inf")) -> set[UUID]:
     return {m.id for m in messages}
 
 
@@ -98,9 +99,13 @@ SELECT 'b-accept', 12.97, 77.59, '{}', now() + interval '1 hour', now() + interv
   FROM generate_series(1, %(jobs)s)
 RETURNING id
 """
-# The backlog is unpublished or published at will, so both conditions run on the same rows.
-BACKLOG_WAITING = "UPDATE job_events SET published_at = NULL WHERE job_id <> ALL(%(own)s)"
-BACKLOG_SENT = "UPDATE job_events SET published_at = now() WHERE published_at IS NULL"
+# The backlog is waiting or on the bus at will, so both conditions run on the same rows.
+BACKLOG_WAITING = """
+UPDATE job_events SET published_at = NULL, relayed_at = NULL WHERE job_id <> ALL(%(own)s)
+"""
+BACKLOG_SENT = """
+UPDATE job_events SET published_at = now(), relayed_at = now() WHERE published_at IS NULL
+"""
 
 
 def accept_under_backlog(url: str, accepts: int, backlog_events: int) -> dict[str, Timing]:
@@ -137,7 +142,7 @@ def _accept_under_backlog(url: str, accepts: int, backlog_events: int) -> dict[s
                 latencies[condition].append(time.perf_counter_ns() - t0)
                 assert answer["statusCode"] == 200, answer
             waiting = conn.execute(
-                "SELECT count(*) AS n FROM job_events WHERE published_at IS NULL"
+                "SELECT count(*) AS n FROM job_events WHERE relayed_at IS NULL"
             ).fetchone()
             expected = 0 if condition == without else backlog_events
             assert waiting == {"n": expected}, (condition, waiting)  # nobody else's went out

@@ -55,6 +55,9 @@ def start_stack(
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
+        # A process group of its own, as a terminal gives `make dev`: a test can kill -9 the
+        # stack and all it started without killing itself.
+        start_new_session=True,
     )
     log.close()
     url = f"http://127.0.0.1:{port}"
