@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev lock screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-coldstart bench-ops template-lint checkov package clean
+.PHONY: browser dev lock screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops template-lint checkov package clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -111,6 +111,7 @@ bench: $(STAMP)
 	$(MAKE) bench-outbox
 	$(MAKE) bench-geo
 	$(MAKE) bench-soak
+	$(MAKE) bench-outage
 	$(MAKE) bench-coldstart
 	$(MAKE) bench-ops
 	$(MAKE) simulate
@@ -134,6 +135,10 @@ bench-coldstart: $(STAMP)
 ## Ops reads (the console's routes) at the simulated district's scale, handler against floor.
 bench-ops: $(STAMP)
 	$(BIN)/python -m bench.ops
+
+## Connection kills under load: bus delay and lease overshoot, steady against 50 kills.
+bench-outage: $(STAMP)
+	$(BIN)/python -m bench.outage
 
 ## Load and soak: clients against the local stack, then the history checker.
 bench-soak: $(STAMP)

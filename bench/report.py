@@ -65,6 +65,16 @@ SECTIONS = [
         " place; bare redis-py GEOADD + ZADD on the same Redis for location updates.",
     ),
     (
+        "outage",
+        "Connection kills under load",
+        "make bench-outage",
+        "The soak's load on the local stack, steady and then while 50 of the application"
+        " role's server connections are terminated one at a time (what a failover or a proxy"
+        " recycling its pool does). Bus delay is an event's commit to its put on the bus (the"
+        " publisher's own record), lease overshoot a lease's end to the sweeper's reopening."
+        " Baseline: the same load with no kills, in the same run.",
+    ),
+    (
         "coldstart",
         "Cold start",
         "make bench-coldstart",

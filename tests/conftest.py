@@ -183,10 +183,10 @@ def api(conn: db.Connection) -> Api:
 
 @pytest.fixture
 def cache(redis_url: str) -> Iterator["locations.Client"]:
-    """The real Redis (a cluster in the AWS-path tier), as the handlers reach it, worker
-    positions emptied before and after."""
+    """The real Redis (a cluster in the AWS-path tier), worker positions emptied before and
+    after (by a client of its own: a test may point the handlers' elsewhere meanwhile)."""
+    client = locations.connect(redis_url, cluster=AWS_PATH)
+    client.delete(*locations.position_keys())
     locations.client.cache_clear()
-    locations.forget_everyone()
-    yield locations.client()
-    locations.client.cache_clear()
-    locations.forget_everyone()
+    yield client
+    client.delete(*locations.position_keys())

@@ -145,13 +145,22 @@ def template_environment(function: Function) -> dict[str, str]:
 
 
 def environment_for(function: Function, service_values: dict[str, str]) -> dict[str, str]:
-    """Template values, then the local services, then whatever the caller set explicitly."""
+    """Template values, then the local services, then whatever the caller set explicitly.
+    A function whose own environment names its DATABASE_URL (the migrator) signs in as the
+    owner; every other one as the application role, as the services' DATABASE_URL does."""
     environment = {**template_environment(function), **service_values}
     environment["DATABASE_IAM_AUTH"] = "false"  # local services take no IAM tokens
+    if signs_in_as_owner(function) and "DATABASE_OWNER_URL" in service_values:
+        environment["DATABASE_URL"] = service_values["DATABASE_OWNER_URL"]
     for name in list(environment):
         if name in os.environ and name not in service_values:
             environment[name] = os.environ[name]
     return environment
+
+
+def signs_in_as_owner(function: Function) -> bool:
+    own = load_template()["Resources"][function.function]["Properties"].get("Environment") or {}
+    return "DATABASE_URL" in (own.get("Variables") or {})
 
 
 def local_service_values() -> dict[str, str]:

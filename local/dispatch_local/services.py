@@ -30,9 +30,10 @@ def start() -> dict[str, str]:
     ones for the rest (their data in DISPATCH_HOME, stopped when this process exits)."""
     from dispatch_local import embedded
 
-    owner = owner_url()
-    if not owner:
-        owner = embedded.postgres(home() / "pg")
+    owner = owner_url() or embedded.postgres(home() / "pg")
+    # The functions sign in as the application role, as in AWS; the owner only migrates.
+    os.environ["DATABASE_OWNER_URL"] = owner
+    os.environ["DATABASE_URL"] = app_url(owner)
     if not os.environ.get("REDIS_URL"):
         os.environ["REDIS_URL"] = embedded.redis(home())
     if not os.environ.get("AWS_ENDPOINT_URL"):
@@ -46,9 +47,6 @@ def start() -> dict[str, str]:
     if not os.environ.get("OFFER_QUEUE_URL"):
         os.environ["OFFER_QUEUE_URL"] = embedded.ensure_offer_queue(os.environ["EVENT_BUS_NAME"])
     migrate(owner)
-    # The functions sign in as the application role, as in AWS; the owner only migrates.
-    os.environ["DATABASE_OWNER_URL"] = owner
-    os.environ["DATABASE_URL"] = app_url(owner)
     return {name: os.environ[name] for name in SERVICE_VARIABLES if os.environ.get(name)}
 
 
