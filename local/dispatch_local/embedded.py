@@ -275,7 +275,7 @@ def pgbouncer(upstream_url: str, pool_size: int, users: list[str]) -> str:
 
     info = conninfo_to_dict(upstream_url)
     upstream = f"host={info.get('host') or '/tmp'} port={info.get('port') or 5432}"
-    # PgBouncer will not run as root: it switches to nobody, who must read its folder.
+    # PgBouncer will not run as root: it switches to another user, who must read its folder.
     folder = Path(tempfile.mkdtemp(prefix="dispatch-pgbouncer-"))
     folder.chmod(0o755)
     port = _free_port()
@@ -285,7 +285,7 @@ def pgbouncer(upstream_url: str, pool_size: int, users: list[str]) -> str:
     )
     for file in folder.iterdir():
         file.chmod(0o644)
-    as_user = ["-u", "nobody"] if os.geteuid() == 0 else []
+    as_user = ["-u", _pgbouncer_user(info.get("host"))] if os.geteuid() == 0 else []
     log = folder / "pgbouncer.log"
     server = _child([_binary("pgbouncer"), *as_user, str(folder / "pgbouncer.ini")], log)
     _wait_for_port(port, server, log)
@@ -309,6 +309,16 @@ def _cluster_ports(count: int) -> list[int]:
         if port not in chosen:
             chosen.append(port)
     return chosen
+
+
+def _pgbouncer_user(host: str | None) -> str:
+    """Whom PgBouncer runs as when started by root: the owner of the upstream's socket folder
+    (the embedded Postgres's own user: only it may reach that socket), else nobody."""
+    import pwd
+
+    if host and host.startswith("/"):
+        return pwd.getpwuid(Path(host).stat().st_uid).pw_name
+    return "nobody"
 
 
 def redis_cluster(folder: Path, masters: int = 3) -> str:
