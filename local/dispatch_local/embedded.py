@@ -259,6 +259,7 @@ reserve_pool_size = 0
 max_client_conn = 2000
 max_db_connections = 0
 server_lifetime = 3600
+server_idle_timeout = 5
 query_wait_timeout = 60
 """
 
