@@ -108,7 +108,9 @@ def test_env_json_points_every_function_at_the_running_stack(stack: str, stack_h
     assert set(found) == set(FUNCTIONS)
     for logical_id, environment in found.items():
         assert set(template_environment(FUNCTIONS[logical_id])) <= set(environment)
-        assert environment["DATABASE_URL"] == running["DATABASE_URL"]
+        # Every function signs in as the application role; the migrator as the owner.
+        signs_in_as = "DATABASE_OWNER_URL" if logical_id == "MigrateFunction" else "DATABASE_URL"
+        assert environment["DATABASE_URL"] == running[signs_in_as]
         assert environment["AWS_ENDPOINT_URL"] == running["AWS_ENDPOINT_URL"]
     aliased = json.loads(answer_of_text(dispatch(stack_home, "env-json", "--host-alias", "hd")))
     assert "127.0.0.1" not in json.dumps(aliased) and "//hd:" in json.dumps(aliased)

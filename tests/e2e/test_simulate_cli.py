@@ -9,7 +9,15 @@ from pathlib import Path
 
 from dispatch_local import REPO_ROOT
 
-SERVICES = ("DATABASE_URL", "REDIS_URL", "AWS_ENDPOINT_URL", "OUTBOX_QUEUE_URL", "OFFER_QUEUE_URL")
+SERVICES = (
+    "DATABASE_URL",
+    "DATABASE_OWNER_URL",
+    "REDIS_URL",
+    "REDIS_CLUSTER",
+    "AWS_ENDPOINT_URL",
+    "OUTBOX_QUEUE_URL",
+    "OFFER_QUEUE_URL",
+)
 
 
 def test_a_small_town_simulates_on_embedded_services_alone(tmp_path: Path) -> None:
