@@ -9,6 +9,7 @@ must never share a process between concurrent requests).
 
 import asyncio
 import base64
+import contextlib
 import json
 import multiprocessing
 import signal
@@ -157,9 +158,16 @@ class Gateway:
         self.schedules = schedules()
         self.consumers = queue_consumers()
         self._stop = threading.Event()
+        spawn = multiprocessing.get_context("spawn")
         self.pool = ProcessPoolExecutor(
-            max_workers=environments,
-            mp_context=multiprocessing.get_context("spawn"),
+            max_workers=environments, mp_context=spawn, initializer=_environment_started
+        )
+        # The queue consumers and the schedules have environments of their own, one per poller
+        # and schedule, as each Lambda function has its own: a burst of HTTP requests never
+        # holds up a sweep or a publish (a shared pool made a 1 s sweep wait behind requests).
+        self.background = ProcessPoolExecutor(
+            max_workers=len(self.schedules) + sum(c.concurrency for c in self.consumers),
+            mp_context=spawn,
             initializer=_environment_started,
         )
         self._openapi: bytes | None = None
@@ -178,6 +186,7 @@ class Gateway:
     def close(self) -> None:
         self._stop.set()
         self.pool.shutdown(cancel_futures=True)
+        self.background.shutdown(cancel_futures=True)
 
     def run_schedules(self, every: Callable[[Schedule], int]) -> None:
         """Invoke each scheduled function on its period, one run at a time, until close()."""
@@ -185,7 +194,7 @@ class Gateway:
         def loop(schedule: Schedule) -> None:
             while not self._stop.wait(every(schedule)):
                 try:
-                    done = self.pool.submit(invoke, schedule, scheduled_event(schedule), 60)
+                    done = self.background.submit(invoke, schedule, scheduled_event(schedule), 60)
                     if result := done.result():  # a run that found nothing to do says nothing
                         print(f"{schedule.function}: {json.dumps(result)}", flush=True)
                 except Exception as error:  # a failed run is retried by the next one
@@ -196,25 +205,36 @@ class Gateway:
 
     def run_queue_consumers(self, queue_urls: dict[str, str]) -> None:
         """Feed each SQS-triggered function the way the event source mapping would: long
-        polls, batches, the visibility timeout, and failed items left for a later receive."""
+        polls, batches, the visibility timeout, failed items left for a later receive, and as
+        many batches at once as the mapping's MaximumConcurrency (a FIFO queue hands one
+        batch per message group at a time, so a job's events still go one batch after the
+        other)."""
         import boto3
 
         sqs = boto3.client("sqs")
 
-        def loop(consumer: QueueConsumer, url: str) -> None:
+        def loop(
+            consumer: QueueConsumer, url: str, receiving: contextlib.AbstractContextManager[Any]
+        ) -> None:
             def handle(event: dict[str, Any]) -> Any:
-                return self.pool.submit(invoke, consumer, event, 60).result()
+                return self.background.submit(invoke, consumer, event, 60).result()
 
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
             while not self._stop.is_set():
                 try:
-                    deliver_batch(sqs, url, consumer.batch_size, handle)
+                    deliver_batch(
+                        sqs, url, consumer.batch_size, handle, queue_arn=arn, receiving=receiving
+                    )
                 except Exception as error:  # the next poll retries, as the mapping would
                     print(f"{consumer.function} poll failed: {error!r}", flush=True)
                     self._stop.wait(1)
 
         for consumer in self.consumers:
-            url = queue_urls[consumer.queue]
-            threading.Thread(target=loop, args=(consumer, url), daemon=True).start()
+            url, receiving = queue_urls[consumer.queue], threading.Lock()
+            for _ in range(consumer.concurrency):
+                threading.Thread(target=loop, args=(consumer, url, receiving), daemon=True).start()
 
     async def handle(
         self, method: str, path: str, query: str, headers: list[tuple[str, str]], body: bytes
@@ -243,24 +263,33 @@ def deliver_batch(
     handle: Callable[[dict[str, Any]], Any],
     wait_seconds: int = 1,
     retry_failed_now: bool = False,
+    queue_arn: str | None = None,
+    receiving: contextlib.AbstractContextManager[Any] | None = None,
 ) -> int:
     """One receive, one invocation, then delete what succeeded; returns messages received.
 
     Failed items stay on the queue until their visibility timeout ends (`retry_failed_now`
     ends it at once, standing for time passing in tests); after `maxReceiveCount` receives
-    SQS moves them to the dead-letter queue.
+    SQS moves them to the dead-letter queue. Pollers of one queue receive one at a time
+    (`receiving`): moto's FIFO queue decides which message groups are in flight at the start
+    of a receive, so two receives at once could hand out the same job's messages together,
+    which SQS never does.
     """
-    messages = sqs.receive_message(
-        QueueUrl=url,
-        MaxNumberOfMessages=batch_size,
-        WaitTimeSeconds=wait_seconds,
-        AttributeNames=["All"],
-    ).get("Messages", [])
+    with receiving or contextlib.nullcontext():
+        messages = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=batch_size,
+            WaitTimeSeconds=wait_seconds,
+            AttributeNames=["All"],
+        ).get("Messages", [])
     if not messages:
         return 0
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
+    arn = (
+        queue_arn
+        or sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+    )
     try:
         answer = handle({"Records": [sqs_record(m, arn) for m in messages]}) or {}
         failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}

@@ -131,6 +131,12 @@ def schedules(template: dict[str, Any] | None = None) -> list[Schedule]:
 class QueueConsumer(Function):
     queue: str  # logical id of the queue
     batch_size: int
+    concurrency: int  # batches at once: the mapping's MaximumConcurrency
+
+
+# Lambda's event source mapping polls with at least this many batches at once when no
+# MaximumConcurrency is set (2 is the least the setting allows); the local stack does the same.
+DEFAULT_CONCURRENCY = 2
 
 
 def queue_consumers(template: dict[str, Any] | None = None) -> list[QueueConsumer]:
@@ -141,7 +147,13 @@ def queue_consumers(template: dict[str, Any] | None = None) -> list[QueueConsume
         logical_id = str(queue["GetAtt"]).split(".")[0] if isinstance(queue, dict) else str(queue)
         found.append(
             QueueConsumer(
-                **vars(function), queue=logical_id, batch_size=int(event.get("BatchSize", 10))
+                **vars(function),
+                queue=logical_id,
+                batch_size=int(event.get("BatchSize", 10)),
+                concurrency=int(
+                    (event.get("ScalingConfig") or {}).get("MaximumConcurrency")
+                    or DEFAULT_CONCURRENCY
+                ),
             )
         )
     return found
