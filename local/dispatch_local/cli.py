@@ -159,6 +159,16 @@ def console(args: argparse.Namespace) -> None:
         webbrowser.open(address)
 
 
+def url(_: argparse.Namespace) -> None:
+    """The running stack's address, for scripts: API=$(.venv/bin/dispatch url)."""
+    from dispatch_local import services
+
+    running = services.running_url()
+    if running is None:
+        sys.exit("no local stack is running from this DISPATCH_HOME: start `make dev` first")
+    print(running)
+
+
 def simulate(args: argparse.Namespace) -> None:
     from sim.cli import simulate as run_simulation
 
@@ -240,6 +250,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--role", choices=ROLES, help="the caller's role")
     p.add_argument("--body", help="the JSON body, or - for stdin")
     p.add_argument("--key", help="the Idempotency-Key (default: a new UUID on state changes)")
+
+    command("url", "print the running local stack's address (API=$(dispatch url))", url)
 
     p = command("console", "print the operations console's address, signed in as ops", console)
     p.add_argument("--sub", default="ops-1", help="the ops user's id (default: %(default)s)")

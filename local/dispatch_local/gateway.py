@@ -9,6 +9,7 @@ must never share a process between concurrent requests).
 
 import asyncio
 import base64
+import html
 import json
 import multiprocessing
 import signal
@@ -53,11 +54,47 @@ MAX_REQUEST_BYTES = 1024 * 1024
 SWAGGER_UI_FILES = Path(flask_swagger_ui.__file__).parent / "dist"
 SWAGGER_UI = """<!doctype html>
 <html lang="en"><head><title>Dispatch API</title><meta charset="utf-8">
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
 <body><div id="ui"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script>SwaggerUIBundle({url: "/openapi.json", dom_id: "#ui"});</script>
 </body></html>"""
+
+
+# The icon every local page shows (browsers ask for /favicon.ico by themselves): a dispatch pin.
+FAVICON = b"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<path d="M16 2a10 10 0 0 0-10 10c0 7.5 10 18 10 18s10-10.5 10-18A10 10 0 0 0 16 2z" fill="#1f6feb"/>
+<circle cx="16" cy="12" r="4" fill="#fff"/></svg>"""
+
+# `/`: where a newcomer's first click lands. Nothing from another host, no script.
+HOME = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Dispatch (local stack)</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto; padding: 0 1rem;
+  color: #111827; line-height: 1.5; }}
+h1 {{ font-size: 1.4rem; }} code {{ background: #f6f8fa; padding: 0 0.25rem; border-radius: 3px; }}
+li {{ margin: 0.4rem 0; }} a {{ color: #0969da; }}
+</style></head>
+<body><main>
+<h1>Dispatch: the local stack</h1>
+<p>The job-dispatch API is served here, at <code>{base}</code>, by the real Lambda handlers.
+Every API route needs a bearer token: <code>.venv/bin/dispatch token --sub biz-1 --role
+business</code> prints one.</p>
+<ul>
+<li><a href="/docs">API documentation</a> (Swagger UI: try every route; Authorize with a
+token)</li>
+<li><a href="/openapi.json">OpenAPI document</a> (the HTTP contract, machine-readable)</li>
+<li><a href="/asyncapi.json">AsyncAPI document</a> (the events on the bus)</li>
+<li><a href="/console">Operations console</a> (needs an ops sign-in:
+<code>.venv/bin/dispatch console</code> prints a link that signs you in)</li>
+<li><a href="/health">Health</a></li>
+</ul>
+<p>The README's tour walks through a job from posting to completion with curl.</p>
+</main></body></html>"""
 
 
 def _environment_started(readable_logs: bool = False) -> None:
@@ -328,6 +365,10 @@ def _http_answer(result: dict[str, Any]) -> tuple[int, list[tuple[str, str]], by
     return int(result.get("statusCode", 200)), headers, body
 
 
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src 'unsafe-inline'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
 REQUEST_ID = "dispatch.request_id"  # where a request's id waits in its ASGI scope
 REQUEST_ID_HEADER = "apigw-requestid"  # API Gateway's name for it
 
@@ -382,8 +423,19 @@ def app(gateway: Gateway, log_requests: bool = False) -> Any:
     async def docs(_: Request) -> Response:
         return HTMLResponse(SWAGGER_UI)
 
+    async def home(request: Request) -> Response:
+        base = f"{request.url.scheme}://{request.url.netloc}"
+        return HTMLResponse(HOME.format(base=html.escape(base)), headers=PAGE_HEADERS)
+
+    async def favicon(_: Request) -> Response:
+        return Response(
+            FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
+        )
+
     pages = Starlette(
         routes=[
+            routing.Route("/", home, methods=["GET"]),
+            routing.Route("/favicon.ico", favicon, methods=["GET"]),
             routing.Route("/openapi.json", openapi, methods=["GET"]),
             routing.Route("/asyncapi.json", asyncapi, methods=["GET"]),
             routing.Route("/docs", docs, methods=["GET"]),
