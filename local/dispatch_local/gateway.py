@@ -31,8 +31,8 @@ from starlette.staticfiles import StaticFiles
 
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.http.resolver import IDEMPOTENCY_KEY, STATE_CHANGING
+from dispatch_local import apidoc, logs, settings_not_needed, tokens
 from dispatch_local import asyncapi as bus_contract
-from dispatch_local import logs, settings_not_needed, tokens
 from dispatch_local.events import LambdaContext, http_api_event, new_request_id
 from dispatch_local.template import (
     Function,
@@ -77,12 +77,12 @@ HOME = """<!doctype html>
 body {{ font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto; padding: 0 1rem;
   color: #111827; line-height: 1.5; }}
 h1 {{ font-size: 1.4rem; }} code {{ background: #f6f8fa; padding: 0 0.25rem; border-radius: 3px; }}
-li {{ margin: 0.4rem 0; }} a {{ color: #0969da; }}
+li {{ margin: 0.4rem 0; }} a {{ color: #0969da; }} code {{ white-space: nowrap; }}
 </style></head>
 <body><main>
 <h1>Dispatch: the local stack</h1>
 <p>The job-dispatch API is served here, at <code>{base}</code>, by the real Lambda handlers.
-Every API route needs a bearer token: <code>.venv/bin/dispatch token --sub biz-1 --role
+Every route but /health needs a bearer token: <code>.venv/bin/dispatch token --sub biz-1 --role
 business</code> prints one.</p>
 <ul>
 <li><a href="/docs">API documentation</a> (Swagger UI: try every route; Authorize with a
@@ -145,11 +145,17 @@ def _merged_document(all_routes: list[Route]) -> dict[str, Any]:
         },
     }
     seen: set[tuple[str, str]] = set()
+    roles: dict[str, Any] = {}
+    tags: dict[str, str] = {}
     for route in all_routes:
+        module = load_module(route.code_uri, route.handler.rsplit(".", 1)[0])
+        if route.path in ("/console", "/console/{asset}"):
+            continue  # pages, not operations
+        roles[f"{route.method.upper()} {route.path}"] = module.app.roles_of(route.route_key)
+        tags[f"{route.method.upper()} {route.path}"] = apidoc.TAGS[route.code_uri.name]
         if (str(route.code_uri), route.handler) in seen:
             continue
         seen.add((str(route.code_uri), route.handler))
-        module = load_module(route.code_uri, route.handler.rsplit(".", 1)[0])
         document = json.loads(module.app.get_openapi_json_schema(title="Dispatch API"))
         for path, operations in document.get("paths", {}).items():
             merged["paths"].setdefault(path, {}).update(operations)
@@ -163,6 +169,7 @@ def _merged_document(all_routes: list[Route]) -> dict[str, Any]:
         if route.method.upper() in STATE_CHANGING:
             operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY_HEADER)
     _drop_framework_validation_answers(merged)
+    apidoc.describe(merged, roles, tags)
     return merged
 
 
@@ -205,13 +212,14 @@ class Gateway:
             initializer=_environment_started,
             initargs=(readable_logs,),
         )
-        self._openapi: bytes | None = None
+        self._openapi: dict[str, Any] | None = None
         self._asyncapi: bytes | None = None
 
     def openapi(self) -> bytes:
+        """The merged document (made once), with request examples valid now."""
         if self._openapi is None:
-            self._openapi = json.dumps(openapi_document(self.routes)).encode()
-        return self._openapi
+            self._openapi = openapi_document(self.routes)
+        return json.dumps(apidoc.with_fresh_examples(self._openapi)).encode()
 
     def asyncapi(self) -> bytes:
         if self._asyncapi is None:
