@@ -36,10 +36,11 @@ def token(args: argparse.Namespace) -> None:
 def openapi(_: argparse.Namespace) -> None:
     import json
 
+    from dispatch_local.apidoc import with_fresh_examples
     from dispatch_local.gateway import openapi_document
     from dispatch_local.template import routes
 
-    print(json.dumps(openapi_document(routes()), indent=2))
+    print(json.dumps(with_fresh_examples(openapi_document(routes())), indent=2))
 
 
 def asyncapi(_: argparse.Namespace) -> None:

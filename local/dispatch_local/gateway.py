@@ -11,6 +11,7 @@ import asyncio
 import base64
 import html
 import json
+import logging
 import multiprocessing
 import signal
 import threading
@@ -493,10 +494,19 @@ class RequestIds:
                 logs.print_request(scope["method"], path, status, ms, request_id)
 
 
+PROTOCOL_LOGGER = logging.getLogger("dispatch_local.gateway.http")
+PROTOCOL_LOGGER.setLevel(logging.ERROR)
+
+
 class NotHttpAnswered:
     """uvicorn's protocol mixin: bytes that are not an HTTP request (a garbage request line,
     a broken header) get the contract's 400 in JSON with an id of its own, not uvicorn's plain
     text, and a log line like any request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uvicorn warns of a bad request on a line of its own; ours says it, with its id.
+        self.logger = PROTOCOL_LOGGER
 
     def send_400_response(self, msg: str) -> None:
         request_id = new_request_id()

@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 
 from dispatch_local.stack import start_stack, stop_stack
 from tests.e2e.client import Client
+from tests.e2e.test_gateway import raw
 from tests.support import job_body
 
 
@@ -100,6 +101,7 @@ def test_make_dev_serves_with_the_local_extra_alone_and_logs_each_request(
     assert created.status_code == 201, created.text
     missing = business.send("GET", "/no/such/route")
     assert missing.status_code == 404
+    _, headers, _ = raw(url, b"GARBAGE\r\n\r\n")
     time.sleep(2.5)  # two sweeps at least
     lines = log.read_text().splitlines()
     requests_seen = [m.groupdict() for line in lines if (m := REQUEST_LINE.match(line))]
@@ -115,6 +117,9 @@ def test_make_dev_serves_with_the_local_extra_alone_and_logs_each_request(
         "status": "404",
         "id": missing.json()["error"]["request_id"],
     } in requests_seen
+    garbage = [line for line in lines if line.endswith(headers["apigw-requestid"])]
+    assert len(garbage) == 1 and " - - 400 0 ms " in garbage[0], garbage
+    assert not any("Invalid HTTP request" in line for line in lines)  # ours is the one line
     assert any(line.split(" ", 2)[1:2] == ["LeaseSweeperFunction"] for line in lines), lines
     for line in lines:
         assert not line.lstrip().startswith("{"), f"JSON in make dev's output: {line}"
