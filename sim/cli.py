@@ -49,6 +49,13 @@ def simulate(args: argparse.Namespace) -> None:
             scenario = scenario.model_validate({**scenario.model_dump(), "speed": args.speed})
     except (ScenarioError, ValueError) as error:
         sys.exit(f"scenario error: {error}".splitlines()[0])
+    try:  # the plots need it; better said now than after the whole run
+        import matplotlib  # noqa: F401
+    except ImportError:
+        sys.exit(
+            "dispatch simulate draws its plots with matplotlib, which `make dev` does not"
+            " install: run `make simulate` or `make install` (everything) first"
+        )
     from sim.run import quiet_environment
 
     quiet_environment()
