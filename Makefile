@@ -4,14 +4,25 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
+LOCAL_STAMP := $(VENV)/.installed-local
 
 .PHONY: browser dev lock screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops template-lint checkov package clean
 
+# Everything (the dev extra: tests, linters, sam, the browser driver): make test and the rest.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' -c constraints.txt
-	touch $(STAMP)
+	@echo "Installing everything make test needs (the dev extra, about 1 GB) into $(VENV)..."
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev]' -c constraints.txt
+	touch $(STAMP) $(LOCAL_STAMP)
+
+# What serving needs and no more (the local extra): make dev. Already there after make test.
+$(LOCAL_STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "Installing what make dev needs (the local extra) into $(VENV)..."
+	$(BIN)/python -m pip install --progress-bar on -e '.[local]' -c constraints.txt
+	touch $(LOCAL_STAMP)
 
 ## Re-pin constraints.txt (the lock) from a fresh install of pyproject.toml's dependencies.
 lock:
@@ -25,7 +36,7 @@ install: $(STAMP)
 
 ## Serve the API on http://127.0.0.1:$(PORT) (embedded Postgres and Redis unless
 ## DATABASE_URL / REDIS_URL are set).
-dev: $(STAMP)
+dev: $(LOCAL_STAMP)
 	PORT=$(PORT) $(BIN)/dispatch dev --port $(PORT)
 
 ## Lint, type-check, template lint and security scan, and the whole test suite.

@@ -11,7 +11,8 @@ const LINE_MS = 4000;
 const state = {
   token: null,
   mode: "live", // live | replay
-  bbox: null, // [minLng, minLat, maxLng, maxLat]
+  bbox: null, // [minLng, minLat, maxLng, maxLat]: what the map shows (zoom and pan move it)
+  area: null, // the configured area (config.json's bbox, or ?bbox=), outlined on the map
   border: null, // the replayed city's border, [[lat, lng], ...]
   tiles: null,
   jobs: new Map(),
@@ -79,6 +80,13 @@ function view() {
       const [x, y] = project(lat, lng);
       return [dx + k * (x - x0), dy + k * (y - y0)];
     },
+    // The inverse: the [lat, lng] at a point of the screen.
+    place: (px, py) => {
+      const x = (px - dx) / k + x0;
+      const y = (py - dy) / k + y0;
+      const lat = (2 * Math.atan(Math.exp((0.5 - y) * 2 * Math.PI)) - Math.PI / 2) * (180 / Math.PI);
+      return [lat, x * 360 - 180];
+    },
     metresPerPixel,
     k,
     x0,
@@ -139,19 +147,78 @@ function drawTiles(v) {
   }
 }
 
+// A round step of 1, 2 or 5 times a power of ten, at least `least`.
+function niceStep(least) {
+  const power = 10 ** Math.floor(Math.log10(least));
+  return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= least);
+}
+
+function degrees(value, positive, negative, step) {
+  const digits = Math.max(0, -Math.floor(Math.log10(step)));
+  return `${Math.abs(value).toFixed(digits)}°${value >= 0 ? positive : negative}`;
+}
+
+// Lines of latitude and longitude at round steps, labelled at the map's left and bottom edges.
+function drawGrid(v) {
+  const g = $("grid");
+  g.replaceChildren();
+  const [north, west] = v.place(0, 0);
+  const [south, east] = v.place(v.width, v.height);
+  const step = niceStep(Math.max(east - west, north - south) / 8);
+  for (let lng = Math.ceil(west / step) * step; lng <= east; lng += step) {
+    const [x] = v.at(south, lng);
+    g.append(el("line", { class: "grid", x1: x, x2: x, y1: 0, y2: v.height, "data-lng": lng.toFixed(6) }));
+    const label = el("text", { class: "grid-label", x: x + 3, y: v.height - 4 });
+    label.textContent = degrees(lng, "E", "W", step);
+    g.append(label);
+  }
+  for (let lat = Math.ceil(south / step) * step; lat <= north; lat += step) {
+    const [, y] = v.at(lat, west);
+    g.append(el("line", { class: "grid", x1: 0, x2: v.width, y1: y, y2: y, "data-lat": lat.toFixed(6) }));
+    const label = el("text", { class: "grid-label", x: 4, y: y - 3 });
+    label.textContent = degrees(lat, "N", "S", step);
+    g.append(label);
+  }
+}
+
+// A bar of a round length (about a hundred pixels) at the bottom right, clear of the labels.
+function drawScale(v) {
+  const g = $("scale");
+  g.replaceChildren();
+  const metres = niceStep(v.metresPerPixel * 100);
+  const width = metres / v.metresPerPixel;
+  const x = v.width - width - 22;
+  const y = v.height - 24;
+  g.setAttribute("data-metres", metres);
+  g.setAttribute("data-pixels", width.toFixed(2));
+  g.append(
+    el("rect", { class: "scale-back", x: x - 6, y: y - 16, width: width + 12, height: 24, rx: 3 }),
+    el("path", { class: "scale-bar", d: `M${x},${y - 5}V${y}H${x + width}V${y - 5}` }),
+  );
+  const label = el("text", { class: "scale-label", x: x + width / 2, y: y - 4 });
+  label.textContent = metres >= 1000 ? `${metres / 1000} km` : `${metres} m`;
+  g.append(label);
+}
+
 function render() {
   if (!state.bbox) return;
   const v = view();
   drawTiles(v);
   const area = $("area");
   area.replaceChildren();
+  const box = state.area || state.bbox;
   const outline = state.border || [
-    [state.bbox[1], state.bbox[0]], [state.bbox[1], state.bbox[2]],
-    [state.bbox[3], state.bbox[2]], [state.bbox[3], state.bbox[0]],
+    [box[1], box[0]], [box[1], box[2]], [box[3], box[2]], [box[3], box[0]],
   ];
-  area.appendChild(el("polygon", {
-    class: "area", points: outline.map(([lat, lng]) => v.at(lat, lng).join(",")).join(" "),
-  }));
+  const polygon = el("polygon", {
+    class: "area", "data-area": state.border ? "border" : "configured",
+    points: outline.map(([lat, lng]) => v.at(lat, lng).join(",")).join(" "),
+  });
+  polygon.appendChild(el("title"));
+  polygon.firstChild.textContent = state.border ? "the simulated city's border" : "the configured area";
+  area.appendChild(polygon);
+  drawGrid(v);
+  drawScale(v);
   const now = state.now();
   state.waves = state.waves.filter((w) => now - w.at < WAVE_MS);
   keyed("waves", state.waves.filter((w) => inView(w.lat, w.lng)), (w) => w.id,
@@ -199,7 +266,7 @@ function render() {
       node.setAttribute("data-job", j.id);
       node.setAttribute("data-status", j.status);
       node.querySelector("text").textContent = LETTER[j.status] || "?";
-      node.querySelector("title").textContent = `job ${j.id.slice(-6)}: ${j.status.replace("_", " ")}`;
+      node.querySelector("title").textContent = `job ${j.id}: ${j.status.replace("_", " ")}`;
     });
 }
 
@@ -235,15 +302,15 @@ function renderLists() {
   const open = jobs.filter((j) => j.status === "open")
     .sort((a, b) => a.created_at.localeCompare(b.created_at));
   list("open-jobs", open.slice(0, 100), (j) =>
-    `${j.id.slice(-6)} · waiting ${clockText(seconds(now, Date.parse(j.created_at)))} · ${j.skills.join(", ") || "any skill"}`);
+    `${j.id} · waiting ${clockText(seconds(now, Date.parse(j.created_at)))} · ${j.skills.join(", ") || "any skill"}`);
   const held = jobs.filter((j) => j.status === "assigned" && j.lease_expires_at)
     .sort((a, b) => a.lease_expires_at.localeCompare(b.lease_expires_at));
   const left = (j) => seconds(Date.parse(j.lease_expires_at), now);
   list("leases", held.slice(0, 100),
-    (j) => `${j.id.slice(-6)} · ${j.assignee_id} · ${left(j) > 0 ? `${clockText(left(j))} left` : "ran out"}`,
+    (j) => `${j.id} · ${j.assignee_id} · ${left(j) > 0 ? `${clockText(left(j))} left` : "ran out"}`,
     (j) => left(j) < 60);
   list("events", state.events.slice(0, 100), (e) =>
-    `${e.occurred_at.slice(11, 19)} ${e.type} ${e.job_id.slice(-6)} v${e.version}` +
+    `${e.occurred_at.slice(11, 19)} ${e.type} ${e.job_id} v${e.version}` +
     (e.type === "offer.created" ? ` → ${e.data.worker_id} (wave ${e.data.wave})` : ` · ${e.actor}`));
   renderSummary(jobs);
 }
@@ -413,6 +480,7 @@ function replay(text) {
   const lats = head.border.map((p) => p[0]);
   const lngs = head.border.map((p) => p[1]);
   state.bbox = [Math.min(...lngs), Math.min(...lats), Math.max(...lngs), Math.max(...lats)];
+  state.area = [...state.bbox];
   state.scale = head.speed || 1;
   const epoch0 = (head.epoch0 || 0) * 1000;
   let t = lines.length ? lines[0].t : 0;
@@ -475,6 +543,7 @@ async function start() {
   const config = await (await fetch("/console/config.json")).json();
   const fromUrl = new URLSearchParams(location.search).get("bbox");
   state.bbox = (fromUrl || config.bbox).split(",").map(Number);
+  state.area = [...state.bbox];
   state.tiles = config.tiles || null;
   $("zoom-in").onclick = () => zoom(0.7);
   $("zoom-out").onclick = () => zoom(1.4);

@@ -99,8 +99,15 @@ class Job:
 
 
 class City:
-    def __init__(self, scenario: Scenario, dispatch: Dispatch, transport: Transport) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        dispatch: Dispatch,
+        transport: Transport,
+        progress_seconds: float = 0.0,
+    ) -> None:
         self.scenario, self.dispatch, self.transport = scenario, dispatch, transport
+        self.progress_seconds = progress_seconds  # wall seconds between progress lines
         self.speed = scenario.speed
         self.api = Api()
         self.history = History()
@@ -164,7 +171,11 @@ class City:
         # exists now is kept out of the collector, and it runs less often.
         gc.freeze()
         gc.set_threshold(50_000, 20, 20)
+        next_report = self._wall0 + self.progress_seconds
         while self._heap and self._heap[0][0] < end:
+            if self.progress_seconds > 0 and time.monotonic() >= next_report:
+                print(self.progress_line(), flush=True)
+                next_report = time.monotonic() + self.progress_seconds
             when, _, action, args = self._heap[0]
             # Whatever comes first on the city's clock: a queue message falling due, or the
             # next thing a person does.
@@ -181,6 +192,17 @@ class City:
             action(*args)
         gc.unfreeze()
         self.settle()
+
+    def progress_line(self) -> str:
+        """Where the run is: the city's clock, the speed it reached, requests a second, jobs."""
+        wall = max(time.monotonic() - self._wall0, 1e-9)
+        requests = sum(self.requests.values())
+        filled = sum(job.filled for job in self.jobs.values())
+        return (
+            f"  {self.dispatch.name}: city {clock(self.present)} of {clock(self.scenario.seconds)},"
+            f" {self.present / wall:.1f}x real time, {requests / wall:.0f} requests/s,"
+            f" {len(self.jobs)} jobs posted, {filled} filled"
+        )
 
     def settle(self) -> None:
         """After the last hour: the queues emptied and the sweeper run, so that the history
@@ -508,6 +530,12 @@ class City:
         worker.busy_total += now - worker.busy_since
         worker.status, worker.job, worker.moved_at = "idle", None, now
         worker.target = worker.plan.home if self.scenario.workers.return_home else None
+
+
+def clock(seconds: float) -> str:
+    """City seconds as h:mm:ss."""
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def _route_key(path: str) -> str:

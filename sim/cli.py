@@ -1,5 +1,5 @@
 """`dispatch simulate SCENARIO [--speed X] [--out DIR]`: validate, run every configuration,
-write the report, the plots and the replay files."""
+write the report, the plots and the replay files. Progress is printed as it goes."""
 
 import argparse
 import sys
@@ -9,20 +9,53 @@ from pathlib import Path
 from sim.scenario import ScenarioError, load
 
 RUNS = Path(__file__).parent / "runs"
+SUMMARY = "Run a simulated city against the real dispatch and write what it did."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "scenario",
+        help="a scenario file: sim/scenarios/tiny.toml (a small town, seconds) or"
+        " sim/scenarios/district.toml (the district, about 40 minutes)",
+    )
+    parser.add_argument(
+        "--speed",
+        type=float,
+        help="times faster than real time (default: the scenario's own `speed`)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where the report, plots and replays go (default: sim/runs/NAME)",
+    )
+    parser.add_argument(
+        "--progress-seconds",
+        type=float,
+        default=10.0,
+        help="wall seconds between progress lines (default: %(default)s; 0: none)",
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="dispatch simulate", description=__doc__)
-    parser.add_argument("scenario", help="a scenario file (sim/scenarios/district.toml)")
-    parser.add_argument("--speed", type=float, help="times faster than real time (overrides)")
-    parser.add_argument("--out", type=Path, help="where the report goes (sim/runs/NAME)")
-    args = parser.parse_args(argv)
+    parser = argparse.ArgumentParser(prog="dispatch simulate", description=SUMMARY)
+    add_arguments(parser)
+    simulate(parser.parse_args(argv))
+
+
+def simulate(args: argparse.Namespace) -> None:
     try:
         scenario = load(args.scenario)
         if args.speed is not None:
             scenario = scenario.model_validate({**scenario.model_dump(), "speed": args.speed})
     except (ScenarioError, ValueError) as error:
         sys.exit(f"scenario error: {error}".splitlines()[0])
+    try:  # the plots need it; better said now than after the whole run
+        import matplotlib  # noqa: F401
+    except ImportError:
+        sys.exit(
+            "dispatch simulate draws its plots with matplotlib, which `make dev` does not"
+            " install: run `make simulate` or `make install` (everything) first"
+        )
     from sim.run import quiet_environment
 
     quiet_environment()
@@ -31,7 +64,14 @@ def main(argv: list[str] | None = None) -> None:
 
     out = args.out or RUNS / scenario.name
     began = time.monotonic()
-    outcomes = run.run(scenario, home() / "sim")
+    configurations = scenario.configurations()
+    print(
+        f"{scenario.name}: {len(configurations)} configuration(s), {scenario.hours:g} h of the"
+        f" city each at {scenario.speed:g}x (about"
+        f" {len(configurations) * scenario.seconds / scenario.speed / 60:.1f} min of wall time)",
+        flush=True,
+    )
+    outcomes = run.run(scenario, home() / "sim", progress_seconds=args.progress_seconds)
     written = report.write(scenario, outcomes, out)
     for outcome in outcomes:
         k = outcome.kpis

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim.run import Outcome
+from sim.run import FATES, Outcome, fate
 from sim.scenario import Scenario
 
 
@@ -59,6 +59,9 @@ ROWS: list[tuple[str, Any]] = [
     ("jobs posted", lambda k: fmt(k["jobs"])),
     ("fill rate (assigned at least once)", lambda k: pct(k["fill_rate"])),
     ("unfilled (every wave passed, nobody took it)", lambda k: pct(k["unfilled_rate"])),
+    ("not filled otherwise: cancelled first / window ended first / still waiting at the end",
+     lambda k: f"{k['not_filled']['cancelled']} / {k['not_filled']['expired']} / "
+               f"{k['not_filled']['waiting']}"),
     ("completed / cancelled by the business / expired", lambda k: (
         f"{k['completed']} / {k['cancelled']} / {k['expired']}"
     )),
@@ -135,24 +138,61 @@ def markdown(scenario: Scenario, outcomes: list[Outcome], plots: list[str]) -> s
     return "\n".join(lines)
 
 
+# -- the plots, and the data behind them (written beside them as plots.json) ---------------
+
+# Jobs over the run: 10-minute bins, but never fewer than 6 nor more than 48 (a short run
+# once drew a single point, its axis 0.080 to 0.086 h), each the same width.
+LEAST_BINS, MOST_BINS = 6, 48
+
+
+def bin_count(seconds: float) -> int:
+    return min(MOST_BINS, max(LEAST_BINS, round(seconds / 600)))
+
+
+def plot_data(scenario: Scenario, outcomes: list[Outcome]) -> dict[str, Any]:
+    """Every number the plots draw, by configuration: the report's own figures (the fates of
+    the jobs add up to the jobs posted; fill and unfilled rates are the table's)."""
+    bins = bin_count(scenario.seconds)
+    width = scenario.seconds / bins
+    data: dict[str, Any] = {"hours": scenario.hours, "bin_minutes": width / 60, "runs": {}}
+    for o in outcomes:
+        per_bin = {f: [0] * bins for f in FATES}
+        points: dict[str, list[list[float]]] = {f: [] for f in FATES}
+        for j in o.jobs:
+            b = min(bins - 1, max(0, int(j["created"] // width)))
+            per_bin[fate(j)][b] += 1
+            points[fate(j)].append([j["lat"], j["lng"]])
+        data["runs"][o.dispatch.name] = {
+            "bin_start_hours": [b * width / 3600 for b in range(bins)],
+            "posted_per_bin": per_bin,
+            "where": points,
+            "time_to_accept_s": sorted(
+                j["time_to_accept"] for j in o.jobs if j["time_to_accept"] is not None
+            ),
+            "jobs": len(o.jobs),
+        }
+    return data
+
+
 def draw(scenario: Scenario, outcomes: list[Outcome], out: Path) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    data = plot_data(scenario, outcomes)
+    (out / "plots.json").write_text(json.dumps(data))
     drawn = []
-    # Time to accept, per configuration (cumulative share of filled jobs).
+    # Time to accept, per configuration (cumulative share of all jobs posted).
     fig, ax = plt.subplots(figsize=(7, 4))
-    for o in outcomes:
-        times = sorted(j["time_to_accept"] for j in o.jobs if j["time_to_accept"] is not None)
+    for name, run in data["runs"].items():
+        times = run["time_to_accept_s"]
         if times:
-            ax.step(
-                times, [(i + 1) / len(o.jobs) for i in range(len(times))], label=o.dispatch.name
-            )
+            ax.step(times, [(i + 1) / run["jobs"] for i in range(len(times))], label=name)
     ax.set_xlabel("seconds from posting to accept")
     ax.set_ylabel("share of all jobs filled by then")
     ax.set_xscale("symlog", linthresh=10)
+    ax.set_ylim(0, 1)
     ax.legend()
     ax.set_title("Time to accept")
     fig.tight_layout()
@@ -160,40 +200,49 @@ def draw(scenario: Scenario, outcomes: list[Outcome], out: Path) -> list[str]:
     plt.close(fig)
     drawn.append("time-to-accept.png")
 
-    # Filled and unfilled jobs over the run (10-minute bins), per configuration.
+    # Jobs posted over the run and what became of them, per configuration.
     fig, ax = plt.subplots(figsize=(7, 4))
-    bins = max(1, int(scenario.seconds // 600))
-    for o in outcomes:
-        filled = [0] * bins
-        unfilled = [0] * bins
-        for j in o.jobs:
-            b = min(bins - 1, int(j["created"] // 600))
-            (filled if j["filled"] else unfilled)[b] += 1
-        hours = [(b * 600 + 300) / 3600 for b in range(bins)]
-        ax.plot(hours, filled, label=f"{o.dispatch.name}: filled")
-        ax.plot(hours, unfilled, linestyle="--", label=f"{o.dispatch.name}: not filled")
-    ax.set_xlabel("hours into the run")
-    ax.set_ylabel("jobs posted per 10 minutes")
+    width_h = data["bin_minutes"] / 60
+    for n, (name, run) in enumerate(data["runs"].items()):
+        centres = [start + width_h / 2 for start in run["bin_start_hours"]]
+        filled = run["posted_per_bin"]["filled"]
+        rest = [run["posted_per_bin"][f] for f in FATES if f != "filled"]
+        others = [sum(column) for column in zip(*rest, strict=True)]
+        colour = f"C{n}"
+        ax.plot(centres, filled, marker="o", color=colour, label=f"{name}: filled")
+        ax.plot(centres, others, marker="x", linestyle="--", color=colour,
+                label=f"{name}: not filled")  # fmt: skip
+    ax.set_xlim(0, data["hours"])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("hours into the run (city time)")
+    ax.set_ylabel(f"jobs posted per {data['bin_minutes']:g} minutes")
     ax.legend(fontsize=7)
-    ax.set_title("Filled and unfilled jobs over the run")
+    ax.set_title("Jobs posted over the run, filled or not")
     fig.tight_layout()
     fig.savefig(out / "filled-over-time.png", dpi=110)
     plt.close(fig)
     drawn.append("filled-over-time.png")
 
-    # Where jobs went unfilled (the first configuration), over the city's border and zones.
-    o = outcomes[0]
+    # Where jobs were and were not filled (the first configuration), inside the city's border.
+    name, run = next(iter(data["runs"].items()))
     fig, ax = plt.subplots(figsize=(6, 6))
     border = [*scenario.area.border, scenario.area.border[0]]
     ax.plot([p[1] for p in border], [p[0] for p in border], color="grey", linewidth=1)
-    done = [j for j in o.jobs if j["filled"]]
-    missed = [j for j in o.jobs if not j["filled"]]
-    ax.scatter([j["lng"] for j in done], [j["lat"] for j in done], s=6, alpha=0.4, label="filled")
-    ax.scatter([j["lng"] for j in missed], [j["lat"] for j in missed], s=14, marker="x",
-               color="crimson", label="never filled")  # fmt: skip
+    styles = {
+        "filled": {"s": 6, "alpha": 0.4},
+        "unfilled": {"s": 18, "marker": "x", "color": "crimson"},
+        "cancelled": {"s": 18, "marker": "^", "color": "darkorange"},
+        "expired": {"s": 18, "marker": "v", "color": "purple"},
+        "waiting": {"s": 18, "marker": "o", "facecolors": "none", "edgecolors": "dimgrey"},
+    }
+    for kind, points in run["where"].items():
+        ax.scatter([p[1] for p in points], [p[0] for p in points],
+                   label=f"{FATES[kind]}: {len(points)}", **styles[kind])  # fmt: skip
     ax.set_aspect("equal", adjustable="datalim")
-    ax.set_title(f"Where jobs went unfilled ({o.dispatch.name})")
-    ax.legend()
+    ax.set_xlabel("longitude (degrees)")
+    ax.set_ylabel("latitude (degrees)")
+    ax.set_title(f"Where jobs were filled or not ({name})")
+    ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(out / "unfilled-map.png", dpi=110)
     plt.close(fig)

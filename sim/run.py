@@ -9,6 +9,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -99,7 +100,11 @@ class Services:
                 yield url, self.redis_url
             else:
                 folder = Path(tempfile.mkdtemp(prefix="redis-", dir=self.home))
-                yield url, embedded.redis(folder)
+                redis_url = embedded.redis(folder)
+                try:
+                    yield url, redis_url
+                finally:  # its clients may still hold connections: it would outlive us
+                    embedded.stop_redis(redis_url)
         finally:
             with psycopg.connect(self.admin, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -115,7 +120,9 @@ def environment(values: dict[str, str]) -> Iterator[None]:
         yield
 
 
-def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outcome:
+def run_one(
+    scenario: Scenario, dispatch: Dispatch, services: Services, progress_seconds: float = 0.0
+) -> Outcome:
     from dispatch import db
     from dispatch.config import settings
     from dispatch.workers import locations
@@ -141,7 +148,7 @@ def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outco
         transport = Transport(visibility_seconds=60 / scenario.speed)
         transport.install()
         try:
-            city = City(scenario, dispatch, transport)
+            city = City(scenario, dispatch, transport, progress_seconds)
             began = time.monotonic()
             city.run()
             wall = time.monotonic() - began
@@ -166,9 +173,15 @@ def run_one(scenario: Scenario, dispatch: Dispatch, services: Services) -> Outco
     )
 
 
-def run(scenario: Scenario, home: Path) -> list[Outcome]:
+def run(scenario: Scenario, home: Path, progress_seconds: float = 0.0) -> list[Outcome]:
+    """Every configuration in turn; with `progress_seconds`, a line that often as each runs."""
     services = Services(home)
-    return [run_one(scenario, dispatch, services) for dispatch in scenario.configurations()]
+    outcomes = []
+    for dispatch in scenario.configurations():
+        if progress_seconds > 0:
+            print(f"{dispatch.name}: running ({dispatch.offer_waves})", flush=True)
+        outcomes.append(run_one(scenario, dispatch, services, progress_seconds))
+    return outcomes
 
 
 # -- the figures ----------------------------------------------------------------------------
@@ -201,10 +214,13 @@ def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[
     pairs = [(j.winner_m, j.nearest_idle_m) for j in filled if j.winner_m is not None]
     ratios = [w / max(n, 1.0) for w, n in pairs if n is not None]
     lags = sorted(city.lags)
+    fates = Counter(fate(job_row(j)) for j in jobs)
     return {
         "jobs": posted,
         "fill_rate": len(filled) / posted if posted else None,
-        "unfilled_rate": sum(j.unfilled for j in jobs) / posted if posted else None,
+        # One fate per job: unfilled means nobody ever took it.
+        "unfilled_rate": fates["unfilled"] / posted if posted else None,
+        "not_filled": {kind: fates[kind] for kind in ("cancelled", "expired", "waiting")},
         "completed": sum(j.end == "completed" for j in jobs),
         "cancelled": sum(j.end == "cancelled" for j in jobs),
         "expired": sum(j.end == "expired" for j in jobs),
@@ -238,6 +254,27 @@ def by_route(city: Any) -> dict[str, dict[int, int]]:
     for (route, status), n in sorted(city.requests.items()):
         routes.setdefault(route, {})[status] = n
     return routes
+
+
+# What became of a job by the end of the run: every job has exactly one fate.
+FATES = {
+    "filled": "filled (assigned at least once)",
+    "unfilled": "unfilled (every wave passed, nobody took it)",
+    "cancelled": "cancelled before anyone took it",
+    "expired": "its window ended before anyone took it",
+    "waiting": "still waiting when the run ended",
+}
+
+
+def fate(job: dict[str, Any]) -> str:
+    """The fate of a job row (`job_row`)."""
+    if job["filled"]:
+        return "filled"
+    if job["unfilled"]:
+        return "unfilled"
+    if job["end"] in ("cancelled", "expired"):
+        return str(job["end"])
+    return "waiting"
 
 
 def job_row(job: Any) -> dict[str, Any]:

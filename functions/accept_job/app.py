@@ -30,7 +30,13 @@ ACCEPT_ANSWERS = answers(
 NO_VERSION = AcceptJob()  # an empty body means {}
 
 
-@app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, responses=ACCEPT_ANSWERS)
+@app.endpoint(
+    "POST",
+    "/jobs/<job_id>/accept",
+    roles={Role.WORKER},
+    responses=ACCEPT_ANSWERS,
+    summary="Accept a job (exactly one worker wins)",
+)
 def accept_job(job_id: UUID, claim: Annotated[AcceptJob, Body()] = NO_VERSION) -> Response[Any]:
     worker, version = app.caller, claim.version
     answer = app.answered(

@@ -13,7 +13,13 @@ from dispatch.jobs.models import CreateJob, Job
 app = DispatchResolver()
 
 
-@app.endpoint("POST", "/jobs", roles={Role.BUSINESS}, responses=answers(201, Job, *KEYED_WRITE))
+@app.endpoint(
+    "POST",
+    "/jobs",
+    roles={Role.BUSINESS},
+    responses=answers(201, Job, *KEYED_WRITE),
+    summary="Post a job",
+)
 def create_job(job: CreateJob) -> Response[Any]:
     business = app.caller
     return app.answered(

@@ -8,7 +8,13 @@ from dispatch.http.resolver import DispatchResolver, entrypoint
 app = DispatchResolver()
 
 
-@app.endpoint("GET", "/health", roles=None, responses=answers(200, Health, Code.UNAVAILABLE))
+@app.endpoint(
+    "GET",
+    "/health",
+    roles=None,
+    responses=answers(200, Health, Code.UNAVAILABLE),
+    summary="Whether the API and its database answer",
+)
 def health() -> Health:
     # A dead database raises OperationalError, which the resolver answers with 503 UNAVAILABLE.
     db.run(lambda conn: conn.execute("SELECT 1").fetchone())

@@ -21,7 +21,13 @@ READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}
 
 
 # Registered before /jobs/<job_id>, so that "nearby" is never read as a job id.
-@app.endpoint("GET", "/jobs/nearby", roles={Role.WORKER}, responses=answers(200, NearbyJobs, *READ))
+@app.endpoint(
+    "GET",
+    "/jobs/nearby",
+    roles={Role.WORKER},
+    responses=answers(200, NearbyJobs, *READ),
+    summary="Open jobs near a place, nearest first",
+)
 def nearby(
     lat: Annotated[float, Query(ge=-90, le=90)],
     lng: Annotated[float, Query(ge=-180, le=180)],
@@ -35,7 +41,11 @@ def nearby(
 
 
 @app.endpoint(
-    "GET", "/jobs/<job_id>", roles=READERS, responses=answers(200, Job, *READ, Code.NOT_FOUND)
+    "GET",
+    "/jobs/<job_id>",
+    roles=READERS,
+    responses=answers(200, Job, *READ, Code.NOT_FOUND),
+    summary="Read a job",
 )
 def get_job(job_id: UUID) -> Response[Any]:
     return app.answer(db.run(lambda conn: queries.visible_job(conn, app.caller, job_id)))
@@ -46,6 +56,7 @@ def get_job(job_id: UUID) -> Response[Any]:
     "/jobs/<job_id>/events",
     roles=READERS,
     responses=answers(200, JobEvents, *READ, Code.NOT_FOUND),
+    summary="A job's audit trail, in version order",
 )
 def get_job_events(job_id: UUID) -> Response[Any]:
     return app.answer(db.run(lambda conn: queries.job_events(conn, app.caller, job_id)))

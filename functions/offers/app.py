@@ -22,7 +22,11 @@ NO_BODY = DeclineJob()  # an empty body means {}
 
 
 @app.endpoint(
-    "GET", "/workers/me/offers", roles={Role.WORKER}, responses=answers(200, Offers, *SIGNED_IN)
+    "GET",
+    "/workers/me/offers",
+    roles={Role.WORKER},
+    responses=answers(200, Offers, *SIGNED_IN),
+    summary="The offers made to me that are still open",
 )
 def my_offers() -> Response[Any]:
     worker = app.caller
@@ -34,6 +38,7 @@ def my_offers() -> Response[Any]:
     "/jobs/<job_id>/decline",
     roles={Role.WORKER},
     responses=answers(200, Declined, *KEYED_WRITE, Code.NOT_FOUND),
+    summary="Decline an offer",
 )
 def decline(job_id: UUID, _: Annotated[DeclineJob, Body()] = NO_BODY) -> Response[Any]:
     worker = app.caller

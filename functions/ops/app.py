@@ -45,7 +45,13 @@ def statuses_of(status: str | None) -> list[JobStatus]:
         ) from None
 
 
-@app.endpoint("GET", "/ops/jobs", roles=OPS, responses=answers(200, OpsJobs, *READ))
+@app.endpoint(
+    "GET",
+    "/ops/jobs",
+    roles=OPS,
+    responses=answers(200, OpsJobs, *READ),
+    summary="Jobs inside a box, by status",
+)
 def ops_jobs(
     bbox: Annotated[str, BBOX],
     status: Annotated[str | None, Query(max_length=200)] = None,
@@ -55,7 +61,13 @@ def ops_jobs(
     return app.answer(db.run(lambda conn: queries.jobs_in(conn, box, statuses, limit)))
 
 
-@app.endpoint("GET", "/ops/workers", roles=OPS, responses=answers(200, OpsWorkers, *READ))
+@app.endpoint(
+    "GET",
+    "/ops/workers",
+    roles=OPS,
+    responses=answers(200, OpsWorkers, *READ),
+    summary="Fresh worker positions inside a box",
+)
 def ops_workers(
     bbox: Annotated[str, BBOX],
     limit: Annotated[int, Query(ge=1, le=5000)] = 5000,
@@ -64,7 +76,13 @@ def ops_workers(
     return app.answer(db.run(lambda conn: queries.workers_in(conn, box, limit)))
 
 
-@app.endpoint("GET", "/ops/events", roles=OPS, responses=answers(200, EventPage, *READ))
+@app.endpoint(
+    "GET",
+    "/ops/events",
+    roles=OPS,
+    responses=answers(200, EventPage, *READ),
+    summary="The event stream, oldest first, from a cursor",
+)
 def ops_events(
     after: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -79,7 +97,13 @@ def ops_events(
     return app.answer(db.run(lambda conn: queries.events_after(conn, after, limit)))
 
 
-@app.endpoint("GET", "/ops/summary", roles=OPS, responses=answers(200, Summary, *SIGNED_IN))
+@app.endpoint(
+    "GET",
+    "/ops/summary",
+    roles=OPS,
+    responses=answers(200, Summary, *SIGNED_IN),
+    summary="The marketplace now and over the last hour",
+)
 def ops_summary() -> Response[Any]:
     return app.answer(db.run(queries.summary))
 

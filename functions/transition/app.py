@@ -40,6 +40,7 @@ app = DispatchResolver()
         Code.BEFORE_PHOTO_REQUIRED,
         Code.AFTER_PHOTO_REQUIRED,
     ),
+    summary="Move a job: check_in, start, complete, release or cancel",
 )
 def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
     caller = app.caller
@@ -51,7 +52,11 @@ def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
 
 
 @app.endpoint(
-    "POST", "/photos", roles={Role.WORKER}, responses=answers(201, PhotoUpload, *KEYED_WRITE)
+    "POST",
+    "/photos",
+    roles={Role.WORKER},
+    responses=answers(201, PhotoUpload, *KEYED_WRITE),
+    summary="Get an upload slot for a photo (a presigned PUT URL)",
 )
 def create_photo(request: PhotoRequest) -> Response[Any]:
     worker = app.caller
@@ -63,6 +68,7 @@ def create_photo(request: PhotoRequest) -> Response[Any]:
     "/jobs/<job_id>/photos/<slot>",
     roles={Role.WORKER},
     responses=answers(200, Job, *KEYED_WRITE, Code.NOT_FOUND, Code.PHOTO_SLOT_CLOSED),
+    summary="Attach an uploaded photo (before or after)",
 )
 def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[Any]:
     worker = app.caller
@@ -80,6 +86,7 @@ def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[An
     responses=answers(
         201, JobRating, *KEYED_WRITE, Code.NOT_FOUND, Code.ILLEGAL_TRANSITION, Code.ALREADY_RATED
     ),
+    summary="Rate the worker of a completed job (once)",
 )
 def rate(job_id: UUID, request: RateJob) -> Response[Any]:
     business = app.caller

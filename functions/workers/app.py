@@ -19,6 +19,7 @@ app = DispatchResolver()
     "/workers/me",
     roles={Role.WORKER},
     responses=answers(200, WorkerProfile, *KEYED_WRITE),
+    summary="Set my skills (creates my profile)",
 )
 def put_worker_profile(update: WorkerProfileUpdate) -> Response[Any]:
     worker = app.caller
@@ -41,6 +42,7 @@ def put_worker_profile(update: WorkerProfileUpdate) -> Response[Any]:
         Code.FORBIDDEN,
         Code.UNAVAILABLE,
     ),
+    summary="Report where I am",
 )
 def put_worker_location(where: WorkerPosition) -> Response[Any]:
     # Latest wins, so a retry is harmless: the Idempotency-Key is required (the contract) but

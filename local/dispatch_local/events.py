@@ -22,6 +22,7 @@ def http_api_event(
     body: bytes,
     claims: dict[str, str] | None,
     source_ip: str = "127.0.0.1",
+    request_id: str | None = None,
 ) -> dict[str, Any]:
     merged: dict[str, str] = {}
     cookies: list[str] = []
@@ -51,7 +52,7 @@ def http_api_event(
             "sourceIp": source_ip,
             "userAgent": merged.get("user-agent", ""),
         },
-        "requestId": str(uuid.uuid4()),
+        "requestId": request_id or new_request_id(),
         "routeKey": route.route_key,
         "stage": "$default",
         "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
@@ -77,6 +78,11 @@ def http_api_event(
     if body:
         event["body"] = text
     return event
+
+
+def new_request_id() -> str:
+    """A request's own id, as API Gateway gives every request one (its `apigw-requestid`)."""
+    return str(uuid.uuid4())
 
 
 @dataclass

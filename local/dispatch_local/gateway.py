@@ -10,10 +10,13 @@ must never share a process between concurrent requests).
 import asyncio
 import base64
 import contextlib
+import html
 import json
+import logging
 import multiprocessing
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -30,9 +33,9 @@ from starlette.staticfiles import StaticFiles
 
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.http.resolver import IDEMPOTENCY_KEY, STATE_CHANGING
+from dispatch_local import apidoc, logs, settings_not_needed, tokens
 from dispatch_local import asyncapi as bus_contract
-from dispatch_local import settings_not_needed, tokens
-from dispatch_local.events import LambdaContext, http_api_event
+from dispatch_local.events import LambdaContext, http_api_event, new_request_id
 from dispatch_local.template import (
     Function,
     QueueConsumer,
@@ -53,6 +56,7 @@ MAX_REQUEST_BYTES = 1024 * 1024
 SWAGGER_UI_FILES = Path(flask_swagger_ui.__file__).parent / "dist"
 SWAGGER_UI = """<!doctype html>
 <html lang="en"><head><title>Dispatch API</title><meta charset="utf-8">
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
 <body><div id="ui"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
@@ -60,9 +64,48 @@ SWAGGER_UI = """<!doctype html>
 </body></html>"""
 
 
-def _environment_started() -> None:
+# The icon every local page shows (browsers ask for /favicon.ico by themselves): a dispatch pin.
+FAVICON = b"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<path d="M16 2a10 10 0 0 0-10 10c0 7.5 10 18 10 18s10-10.5 10-18A10 10 0 0 0 16 2z" fill="#1f6feb"/>
+<circle cx="16" cy="12" r="4" fill="#fff"/></svg>"""
+
+# `/`: where a newcomer's first click lands. Nothing from another host, no script.
+HOME = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Dispatch (local stack)</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto; padding: 0 1rem;
+  color: #111827; line-height: 1.5; }}
+h1 {{ font-size: 1.4rem; }} code {{ background: #f6f8fa; padding: 0 0.25rem; border-radius: 3px; }}
+li {{ margin: 0.4rem 0; }} a {{ color: #0969da; }} code {{ white-space: nowrap; }}
+</style></head>
+<body><main>
+<h1>Dispatch: the local stack</h1>
+<p>The job-dispatch API is served here, at <code>{base}</code>, by the real Lambda handlers.
+Every route but /health needs a bearer token: <code>.venv/bin/dispatch token --sub biz-1 --role
+business</code> prints one.</p>
+<ul>
+<li><a href="/docs">API documentation</a> (Swagger UI: try every route; Authorize with a
+token)</li>
+<li><a href="/openapi.json">OpenAPI document</a> (the HTTP contract, machine-readable)</li>
+<li><a href="/asyncapi.json">AsyncAPI document</a> (the events on the bus)</li>
+<li><a href="/console">Operations console</a> (needs an ops sign-in:
+<code>.venv/bin/dispatch console</code> prints a link that signs you in)</li>
+<li><a href="/health">Health</a></li>
+</ul>
+<p>The README's tour walks through a job from posting to completion with curl.</p>
+</main></body></html>"""
+
+
+def _environment_started(readable_logs: bool = False) -> None:
     # Ctrl-C reaches the whole process group; the gateway, not each environment, handles it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if readable_logs:
+        from dispatch_local.logs import readable_function_logs
+
+        readable_function_logs()
 
 
 def invoke(function: Function, event: dict[str, Any], timeout_seconds: int = 29) -> Any:
@@ -104,11 +147,17 @@ def _merged_document(all_routes: list[Route]) -> dict[str, Any]:
         },
     }
     seen: set[tuple[str, str]] = set()
+    roles: dict[str, Any] = {}
+    tags: dict[str, str] = {}
     for route in all_routes:
+        module = load_module(route.code_uri, route.handler.rsplit(".", 1)[0])
+        if route.path in ("/console", "/console/{asset}"):
+            continue  # pages, not operations
+        roles[f"{route.method.upper()} {route.path}"] = module.app.roles_of(route.route_key)
+        tags[f"{route.method.upper()} {route.path}"] = apidoc.TAGS[route.code_uri.name]
         if (str(route.code_uri), route.handler) in seen:
             continue
         seen.add((str(route.code_uri), route.handler))
-        module = load_module(route.code_uri, route.handler.rsplit(".", 1)[0])
         document = json.loads(module.app.get_openapi_json_schema(title="Dispatch API"))
         for path, operations in document.get("paths", {}).items():
             merged["paths"].setdefault(path, {}).update(operations)
@@ -122,6 +171,7 @@ def _merged_document(all_routes: list[Route]) -> dict[str, Any]:
         if route.method.upper() in STATE_CHANGING:
             operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY_HEADER)
     _drop_framework_validation_answers(merged)
+    apidoc.describe(merged, roles, tags)
     return merged
 
 
@@ -153,14 +203,17 @@ def _drop_framework_validation_answers(document: dict[str, Any]) -> None:
 
 
 class Gateway:
-    def __init__(self, environments: int = 8) -> None:
+    def __init__(self, environments: int = 8, readable_logs: bool = False) -> None:
         self.routes = routes()
         self.schedules = schedules()
         self.consumers = queue_consumers()
         self._stop = threading.Event()
         spawn = multiprocessing.get_context("spawn")
         self.pool = ProcessPoolExecutor(
-            max_workers=environments, mp_context=spawn, initializer=_environment_started
+            max_workers=environments,
+            mp_context=spawn,
+            initializer=_environment_started,
+            initargs=(readable_logs,),
         )
         # The queue consumers and the schedules have environments of their own, one per poller
         # and schedule, as each Lambda function has its own: a burst of HTTP requests never
@@ -169,14 +222,16 @@ class Gateway:
             max_workers=len(self.schedules) + sum(c.concurrency for c in self.consumers),
             mp_context=spawn,
             initializer=_environment_started,
+            initargs=(readable_logs,),
         )
-        self._openapi: bytes | None = None
+        self._openapi: dict[str, Any] | None = None
         self._asyncapi: bytes | None = None
 
     def openapi(self) -> bytes:
+        """The merged document (made once), with request examples valid now."""
         if self._openapi is None:
-            self._openapi = json.dumps(openapi_document(self.routes)).encode()
-        return self._openapi
+            self._openapi = openapi_document(self.routes)
+        return json.dumps(apidoc.with_fresh_examples(self._openapi)).encode()
 
     def asyncapi(self) -> bytes:
         if self._asyncapi is None:
@@ -193,10 +248,8 @@ class Gateway:
 
         def loop(schedule: Schedule) -> None:
             while not self._stop.wait(every(schedule)):
-                try:
-                    done = self.background.submit(invoke, schedule, scheduled_event(schedule), 60)
-                    if result := done.result():  # a run that found nothing to do says nothing
-                        print(f"{schedule.function}: {json.dumps(result)}", flush=True)
+                try:  # what a run did, its function logs itself
+                    self.background.submit(invoke, schedule, scheduled_event(schedule), 60).result()
                 except Exception as error:  # a failed run is retried by the next one
                     print(f"{schedule.function} failed: {error!r}", flush=True)
 
@@ -237,12 +290,19 @@ class Gateway:
                 threading.Thread(target=loop, args=(consumer, url, receiving), daemon=True).start()
 
     async def handle(
-        self, method: str, path: str, query: str, headers: list[tuple[str, str]], body: bytes
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        request_id: str | None = None,
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         """One request through the route's function, as API Gateway would hand it over."""
+        request_id = request_id or new_request_id()
         found = find(self.routes, method, path)
         if found is None:
-            return _error(Code.NOT_FOUND)
+            return _error(Code.NOT_FOUND, request_id)
         route, path_parameters = found
         claims = None
         if route.authorized:
@@ -250,8 +310,11 @@ class Gateway:
             try:
                 claims = tokens.as_api_gateway_claims(tokens.verify(authorization))
             except tokens.TokenRefused:
-                return _error(Code.UNAUTHORIZED)
-        event = http_api_event(route, path_parameters, method, path, query, headers, body, claims)
+                return _error(Code.UNAUTHORIZED, request_id)
+        event = http_api_event(
+            route, path_parameters, method, path, query, headers, body, claims,
+            request_id=request_id,
+        )  # fmt: skip
         result = await asyncio.wrap_future(self.pool.submit(invoke, route, event))
         return _http_answer(result)
 
@@ -326,8 +389,12 @@ def sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
     }
 
 
-def _error(code: Code) -> tuple[int, list[tuple[str, str]], bytes]:
-    body = json.dumps(error_body(code, "gateway")).encode()
+def _error(
+    code: Code, request_id: str, details: list[dict[str, Any]] | None = None
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """An answer the gateway gives itself (API Gateway's own 401, 404, 413), in the contract's
+    error body with the request's own id."""
+    body = json.dumps(error_body(code, request_id, details)).encode()
     return DispatchError(code).status, [("Content-Type", "application/json")], body
 
 
@@ -339,11 +406,25 @@ def _http_answer(result: dict[str, Any]) -> tuple[int, list[tuple[str, str]], by
     return int(result.get("statusCode", 200)), headers, body
 
 
-def app(gateway: Gateway) -> Starlette:
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src 'unsafe-inline'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+REQUEST_ID = "dispatch.request_id"  # where a request's id waits in its ASGI scope
+REQUEST_ID_HEADER = "apigw-requestid"  # API Gateway's name for it
+
+
+def request_id_of(request: Request) -> str:
+    return str(request.scope.get(REQUEST_ID) or new_request_id())
+
+
+def app(gateway: Gateway, log_requests: bool = False) -> Any:
     """The local API Gateway as an ASGI app (served by uvicorn): a few local pages, and every
-    other request to its function."""
+    other request to its function. Every answer carries its request's own id (in the error
+    body too); with `log_requests`, each request prints one line."""
 
     async def function(request: Request) -> Response:
+        request_id = request_id_of(request)
         declared = int(request.headers.get("content-length") or 0)
         body = b""
         if declared <= MAX_REQUEST_BYTES:
@@ -352,7 +433,7 @@ def app(gateway: Gateway) -> Starlette:
                 if len(body) > MAX_REQUEST_BYTES:
                     break
         if declared > MAX_REQUEST_BYTES or len(body) > MAX_REQUEST_BYTES:
-            status, headers, answer = _error(Code.PAYLOAD_TOO_LARGE)
+            status, headers, answer = _error(Code.PAYLOAD_TOO_LARGE, request_id)
         else:
             try:
                 status, headers, answer = await gateway.handle(
@@ -361,10 +442,11 @@ def app(gateway: Gateway) -> Starlette:
                     request.scope["query_string"].decode("latin-1"),
                     [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
                     body,
+                    request_id,
                 )
             except Exception:  # the environment itself died: what API Gateway calls a 502/500
                 traceback.print_exc()
-                status, headers, answer = _error(Code.INTERNAL)
+                status, headers, answer = _error(Code.INTERNAL, request_id)
         response = Response(b"" if request.method == "HEAD" else answer, status_code=status)
         response.raw_headers = [
             (name.lower().encode("latin-1"), value.encode("latin-1"))
@@ -382,8 +464,19 @@ def app(gateway: Gateway) -> Starlette:
     async def docs(_: Request) -> Response:
         return HTMLResponse(SWAGGER_UI)
 
-    return Starlette(
+    async def home(request: Request) -> Response:
+        base = f"{request.url.scheme}://{request.url.netloc}"
+        return HTMLResponse(HOME.format(base=html.escape(base)), headers=PAGE_HEADERS)
+
+    async def favicon(_: Request) -> Response:
+        return Response(
+            FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
+        )
+
+    pages = Starlette(
         routes=[
+            routing.Route("/", home, methods=["GET"]),
+            routing.Route("/favicon.ico", favicon, methods=["GET"]),
             routing.Route("/openapi.json", openapi, methods=["GET"]),
             routing.Route("/asyncapi.json", asyncapi, methods=["GET"]),
             routing.Route("/docs", docs, methods=["GET"]),
@@ -392,6 +485,87 @@ def app(gateway: Gateway) -> Starlette:
             routing.Route("/{path:path}", function, methods=list(HTTP_METHODS)),
         ]
     )
+    return RequestIds(pages, log_requests)
+
+
+class RequestIds:
+    """ASGI middleware: each request gets its own id (the event's requestId, the error body's
+    request_id, the `apigw-requestid` answer header), and, when asked, one log line."""
+
+    def __init__(self, inner: Any, log_requests: bool) -> None:
+        self.inner, self.log_requests = inner, log_requests
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        request_id = new_request_id()
+        scope[REQUEST_ID] = request_id
+        began = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {
+                    **message,
+                    "headers": [
+                        *message.get("headers", []),
+                        (REQUEST_ID_HEADER.encode(), request_id.encode()),
+                    ],
+                }
+            await send(message)
+
+        try:
+            await self.inner(scope, receive, send_with_id)
+        finally:
+            if self.log_requests:
+                path = scope.get("raw_path", b"").decode("latin-1") or scope["path"]
+                ms = (time.perf_counter() - began) * 1000
+                logs.print_request(scope["method"], path, status, ms, request_id)
+
+
+PROTOCOL_LOGGER = logging.getLogger("dispatch_local.gateway.http")
+PROTOCOL_LOGGER.setLevel(logging.ERROR)
+
+
+class NotHttpAnswered:
+    """uvicorn's protocol mixin: bytes that are not an HTTP request (a garbage request line,
+    a broken header) get the contract's 400 in JSON with an id of its own, not uvicorn's plain
+    text, and a log line like any request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uvicorn warns of a bad request on a line of its own; ours says it, with its id.
+        self.logger = PROTOCOL_LOGGER
+
+    def send_400_response(self, msg: str) -> None:
+        request_id = new_request_id()
+        details = [{"field": "request", "problem": "not a valid HTTP/1.1 request"}]
+        status, _, body = _error(Code.VALIDATION_FAILED, request_id, details)
+        head = (
+            f"HTTP/1.1 {status} Bad Request\r\n"
+            "content-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n"
+            f"{REQUEST_ID_HEADER}: {request_id}\r\n"
+            "connection: close\r\n\r\n"
+        )
+        transport = self.transport  # type: ignore[attr-defined]
+        transport.write(head.encode("latin-1") + body)
+        transport.close()
+        if getattr(self, "log_requests", False):
+            logs.print_request("-", "-", status, 0, request_id)
+
+
+def http_protocol(log_requests: bool) -> type:
+    """The HTTP protocol uvicorn would pick (httptools when installed, else h11), answering
+    what is not HTTP in the contract's error body."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
+    return type("DispatchHttpProtocol", (NotHttpAnswered, Base), {"log_requests": log_requests})
 
 
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -13,9 +13,10 @@ import os
 import sys
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from dispatch_local import services
+from dispatch_local import samples, services
 from dispatch_local.events import LambdaContext, http_api_event
 from dispatch_local.template import Function, Route, find, handler_of, load_template, routes
 from dispatch_local.tokens import as_api_gateway_claims
@@ -175,13 +176,19 @@ def timeout_of(function: Function) -> int:
     return int(own or template["Globals"]["Function"].get("Timeout", 3))
 
 
-def invoke(function: Function, event: Any, timeout_seconds: int | None = None) -> Any:
-    """Run the handler once in this process, as a fresh Lambda environment would."""
+def invoke(
+    function: Function, event: Any, timeout_seconds: int | None = None, sample: bool = False
+) -> Any:
+    """Run the handler once in this process, as a fresh Lambda environment would; for a
+    `sample` event (one of events/), first make what its sample world lacks."""
     os.environ.update(environment_for(function, local_service_values()))
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     from dispatch.config import settings
 
     settings.cache_clear()  # read anew at the function's cold start, as in Lambda
+    if sample:
+        for made in samples.prepare(event):
+            print(f"sample world: made {made}", file=sys.stderr, flush=True)
     module_name, handler_name = function.handler.rsplit(".", 1)
     sys.path.insert(0, str(function.code_uri))
     os.chdir(function.code_uri)
@@ -238,24 +245,109 @@ def env_json(host_alias: str | None) -> dict[str, dict[str, str]]:
 
 def main_invoke(name: str, event_file: str | None, timeout_seconds: int | None) -> int:
     """The CLI's `invoke`: the response JSON on stdout, everything the function logs on
-    stderr, exit status 1 when the handler raised (as sam prints errorMessage/errorType)."""
+    stderr, exit status 1 when the handler failed: it raised (printed as sam prints
+    errorMessage/errorType), answered 5xx, left records of its batch failed, or, a custom
+    resource, answered CloudFormation FAILED or not at all."""
     function = find_function(name)
     source = sys.stdin if event_file in (None, "-") else open(event_file)  # noqa: SIM115
     with source:
         event = json.load(source)
+    sample = event_file not in (None, "-") and is_sample(Path(event_file))
     answer_fd = os.dup(1)
     sys.stdout.flush()
     os.dup2(2, 1)  # the function's prints and logs (Powertools writes to stdout) to stderr
     try:
-        result, status = invoke(function, event, timeout_seconds), 0
+        with CloudFormationStandIn(event) as cloudformation:
+            result = invoke(function, event, timeout_seconds, sample)
+        problem = failure(result) or cloudformation.failure()
     except Exception as error:
         import traceback
 
         traceback.print_exc()
-        result, status = {"errorMessage": str(error), "errorType": type(error).__name__}, 1
+        result = {"errorMessage": str(error), "errorType": type(error).__name__}
+        problem = f"the handler raised {type(error).__name__}"
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+    if problem:
+        print(f"dispatch invoke: {function.function} failed: {problem}", file=sys.stderr)
     with os.fdopen(answer_fd, "w") as answer:
         answer.write(json.dumps(result) + "\n")
-    return status
+    return 1 if problem else 0
+
+
+def is_sample(path: Path) -> bool:
+    from dispatch_local import REPO_ROOT
+
+    return path.resolve().parent == (REPO_ROOT / "events").resolve()
+
+
+def failure(result: Any) -> str | None:
+    """Why a handler's answer is a failure (None when it is not): a 5xx from an API function
+    (a 4xx is the contract answering), or records a queue consumer could not handle."""
+    if not isinstance(result, dict):
+        return None
+    status = result.get("statusCode")
+    if isinstance(status, int) and status >= 500:
+        return f"it answered {status}"
+    if failed := result.get("batchItemFailures"):
+        return f"{len(failed)} record(s) of its batch failed"
+    return None
+
+
+class CloudFormationStandIn:
+    """For a custom resource's event: CloudFormation's side, which waits for the function's
+    answer at the event's ResponseURL. A presigned S3 URL of AWS's cannot be reached from here,
+    so the answer is taken at a local address instead (the event's ResponseURL is replaced
+    with it), and a custom resource that answered FAILED, or nothing, has failed."""
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+        self.custom_resource = (
+            isinstance(event, dict) and "ResponseURL" in event and "RequestType" in event
+        )
+        self.answers: list[dict[str, Any]] = []
+
+    def __enter__(self) -> "CloudFormationStandIn":
+        if not self.custom_resource:
+            return self
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        answers = self.answers
+
+        class TakeAnswer(BaseHTTPRequestHandler):
+            def do_PUT(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                answers.append(json.loads(self.rfile.read(length) or b"{}"))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), TakeAnswer)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        port = self.server.server_address[1]
+        self.event["ResponseURL"] = f"http://127.0.0.1:{port}/cloudformation-answer"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.custom_resource:
+            self.server.shutdown()
+            self.server.server_close()
+            for answer in self.answers:
+                print(
+                    f"CloudFormation's answer (taken by dispatch invoke): {answer.get('Status')}"
+                    f" {answer.get('Reason', '')}".rstrip(),
+                    file=sys.stderr,
+                )
+
+    def failure(self) -> str | None:
+        if not self.custom_resource:
+            return None
+        if not self.answers:
+            return "the custom resource did not answer CloudFormation"
+        if self.answers[0].get("Status") != "SUCCESS":
+            return f"the custom resource answered {self.answers[0].get('Status')}"
+        return None

@@ -164,3 +164,51 @@ def replay_file(
         db.close()
     (found,) = out.glob("replay-*.jsonl")
     return found
+
+
+def test_the_map_has_a_grid_a_true_scale_and_the_configured_area(visit: Visit, stack: str) -> None:
+    """Not a blank square: lines of latitude and longitude with their labels, a scale bar
+    whose length is what it says (measured against the grid), and the configured area's
+    outline, which stays where it is on the earth when the map zooms."""
+    import math
+
+    page = visit.page
+    open_console(page, stack, ops_token())
+    lngs = page.locator("#grid line[data-lng]")
+    lats = page.locator("#grid line[data-lat]")
+    assert lngs.count() >= 3 and lats.count() >= 3
+    labels = page.locator("#grid text").all_text_contents()
+    assert any(t.endswith("°E") for t in labels) and any(t.endswith("°N") for t in labels)
+
+    # Two neighbouring meridians: their gap in pixels and in metres gives the true scale.
+    first, second = (float(lngs.nth(i).get_attribute("x1") or "nan") for i in (0, 1))
+    gap = float(lngs.nth(1).get_attribute("data-lng") or 0) - float(
+        lngs.nth(0).get_attribute("data-lng") or 0
+    )
+    mid_lat = (12.85 + 13.1) / 2
+    metres_per_pixel = gap * 111_319.49 * math.cos(math.radians(mid_lat)) / (second - first)
+    scale = page.locator("#scale")
+    metres = float(scale.get_attribute("data-metres") or 0)
+    pixels = float(scale.get_attribute("data-pixels") or 0)
+    assert abs(pixels * metres_per_pixel - metres) / metres < 0.01
+    label = scale.locator("text").text_content()
+    assert label == (f"{metres / 1000:g} km" if metres >= 1000 else f"{metres:g} m")
+
+    outline = page.locator('#area polygon[data-area="configured"]')
+    before = outline.bounding_box()
+    page.click("#zoom-in")
+    page.wait_for_timeout(600)  # the next render
+    after = outline.bounding_box()
+    assert before is not None and after is not None
+    assert after["width"] > before["width"] * 1.2  # the area, not the view, is outlined
+    visit.assert_clean()
+
+
+def test_the_event_list_keeps_ids_whole(visit: Visit, stack: str) -> None:
+    page = visit.page
+    open_console(page, stack, ops_token())
+    job = Client(stack, "biz-whole-ids", "business").send("POST", "/jobs", job_body()).json()
+    event = page.locator("#events li", has_text=job["id"])
+    expect(event).to_contain_text(f"job.created {job['id']} v1", timeout=SOON + 2000)
+    expect(page.locator("#open-jobs li", has_text=job["id"])).to_have_count(1)
+    visit.assert_clean()

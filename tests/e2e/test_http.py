@@ -163,3 +163,46 @@ def test_openapi_document_and_docs(stack: str) -> None:
 
 def test_health(stack: str) -> None:
     assert requests.get(f"{stack}/health", timeout=10).json() == {"status": "ok"}
+
+
+def test_the_api_docs_group_routes_and_give_examples_the_api_accepts(stack: str) -> None:
+    """Swagger UI's material: every operation under a declared tag with a summary of its own
+    (not its path), who may call it, how to get a token, and request examples that validate
+    against the document and that the API takes (a job posted from the example: 201)."""
+    import jsonschema
+
+    document = requests.get(f"{stack}/openapi.json", timeout=30).json()
+    declared = {tag["name"] for tag in document["tags"]}
+    examples = {}
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            route = f"{method.upper()} {path}"
+            assert len(operation["tags"]) == 1 and operation["tags"][0] in declared, route
+            assert operation["summary"] and operation["summary"] != route, route
+            assert operation["description"].startswith(("Signed in as", "Anyone")), route
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is None:
+                continue
+            assert "example" in body, f"{route} has no request example"
+            schema = {**body["schema"], "components": document["components"]}
+            jsonschema.validate(body["example"], schema)
+            examples[route] = body["example"]
+    sign_in = document["components"]["securitySchemes"]["bearer"]["description"]
+    assert "dispatch token --sub" in sign_in and "Cognito" in sign_in
+    job = examples["POST /jobs"]
+    assert -85 < job["location"]["lat"] < 85 and job["skills"] == ["wash"]
+    business = Client(stack, "biz-docs-example", "business")
+    assert business.send("POST", "/jobs", job).status_code == 201
+    # The Idempotency-Key example is a fresh UUID on every fetch of the document.
+    again = requests.get(f"{stack}/openapi.json", timeout=30).json()
+    (first,) = [
+        p["example"]
+        for p in document["paths"]["/jobs"]["post"]["parameters"]
+        if p["name"] == "Idempotency-Key"
+    ]
+    (second,) = [
+        p["example"]
+        for p in again["paths"]["/jobs"]["post"]["parameters"]
+        if p["name"] == "Idempotency-Key"
+    ]
+    assert first != second

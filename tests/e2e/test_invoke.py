@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dispatch_local import REPO_ROOT
-from dispatch_local.invoke import functions, template_environment
+from dispatch_local.invoke import functions, signs_in_as_owner, template_environment
 from tests.e2e.client import Client
 from tests.support import job_body
 
@@ -49,26 +49,57 @@ def answer_of(result: subprocess.CompletedProcess[str]) -> Any:
 def test_every_sample_event_runs_through_dispatch_invoke(
     logical_id: str, stack: str, stack_home: Path
 ) -> None:
+    """Each sample answers as the README says, on the stack's database (which had none of the
+    sample world): what it names is made first. Run again, it answers the same."""
     function = FUNCTIONS[logical_id]
     sample = EVENTS / f"{function.code_uri.name}.json"
     assert sample.exists(), f"no sample event for {logical_id}"
-    result = answer_of(dispatch(stack_home, "invoke", function.code_uri.name, "-e", str(sample)))
+    ran = dispatch(stack_home, "invoke", function.code_uri.name, "-e", str(sample))
+    result = answer_of(ran)
     assert result is not None
-    if "statusCode" in result:  # an API function: a contract answer, never a 5xx
-        assert result["statusCode"] < 500, result
+    if "statusCode" in result:  # an API function: it did what the sample asks
+        assert 200 <= result["statusCode"] < 300, result
         if result["headers"]["Content-Type"].startswith("application/json"):
             json.loads(result["body"])
         else:  # the console's page
             assert result["body"].startswith("<!doctype html>")
+        again = answer_of(dispatch(stack_home, "invoke", function.code_uri.name, "-e", str(sample)))
+        assert again["statusCode"] == result["statusCode"], again
+        if "idempotency-key" in json.loads(sample.read_text())["headers"]:
+            assert again["headers"].get("Idempotent-Replayed") == "true", again
+            assert again["body"] == result["body"]
     elif "batchItemFailures" in result:  # a queue consumer took its record
         assert result["batchItemFailures"] == []
     elif "Status" in result:  # the migrations: already applied by the stack
         assert (result["Status"], result["Data"]["Applied"]) == ("SUCCESS", "")
+        assert "CloudFormation's answer (taken by dispatch invoke): SUCCESS" in ran.stderr
     elif logical_id == "LeaseSweeperFunction":  # the scheduled sweeper reports what it did
         assert set(result) >= {"reopened", "expired_keys", "positions_pruned"}
     else:  # the scheduled relay: {} when the writers had relayed everything themselves
         assert logical_id == "OutboxRelayFunction"
         assert result == {} or result["relayed"] > 0
+
+
+def test_the_samples_use_keys_of_their_own() -> None:
+    keys = [
+        json.loads(sample.read_text()).get("headers", {}).get("idempotency-key")
+        for sample in sorted(EVENTS.glob("*.json"))
+    ]
+    used = [key for key in keys if key]
+    assert len(used) >= 4 and len(set(used)) == len(used), used
+
+
+def test_a_custom_resource_that_answers_failed_fails_the_invoke(
+    stack_home: Path, stack: str
+) -> None:
+    # One second to live: its deadline timer answers FAILED at once, as it would in AWS.
+    ran = dispatch(
+        stack_home, "invoke", "migrate", "-e", str(EVENTS / "migrate.json"), "--timeout", "1"
+    )
+    assert ran.returncode == 1, ran.stderr[-2000:]
+    assert json.loads(ran.stdout)["Status"] == "FAILED"
+    assert "the custom resource answered FAILED" in ran.stderr
+    assert "could not answer CloudFormation" not in ran.stderr  # its answer was taken here
 
 
 def test_a_generated_event_piped_into_invoke_writes_to_the_stacks_database(
@@ -108,9 +139,12 @@ def test_env_json_points_every_function_at_the_running_stack(stack: str, stack_h
     assert set(found) == set(FUNCTIONS)
     for logical_id, environment in found.items():
         assert set(template_environment(FUNCTIONS[logical_id])) <= set(environment)
-        # Every function signs in as the application role; the migrator as the owner.
-        signs_in_as = "DATABASE_OWNER_URL" if logical_id == "MigrateFunction" else "DATABASE_URL"
-        assert environment["DATABASE_URL"] == running[signs_in_as]
+        # The migrator signs in as the owner; every other function as the application role.
+        owner = signs_in_as_owner(FUNCTIONS[logical_id])
+        assert (
+            environment["DATABASE_URL"]
+            == running["DATABASE_OWNER_URL" if owner else "DATABASE_URL"]
+        )
         assert environment["AWS_ENDPOINT_URL"] == running["AWS_ENDPOINT_URL"]
     aliased = json.loads(answer_of_text(dispatch(stack_home, "env-json", "--host-alias", "hd")))
     assert "127.0.0.1" not in json.dumps(aliased) and "//hd:" in json.dumps(aliased)
@@ -121,8 +155,16 @@ def answer_of_text(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def test_with_no_stack_running_invoke_starts_embedded_services(tmp_path: Path) -> None:
-    result = answer_of(
-        dispatch(tmp_path, "invoke", "HealthFunction", "-e", str(EVENTS / "health.json"))
+def test_with_no_stack_running_the_readmes_first_example_works(tmp_path: Path) -> None:
+    """`dispatch invoke accept_job -e events/accept_job.json` on a fresh clone: embedded
+    services, an empty database, and the sample's job accepted by its worker."""
+    ran = dispatch(tmp_path, "invoke", "accept_job", "-e", str(EVENTS / "accept_job.json"))
+    result = answer_of(ran)
+    assert result["statusCode"] == 200, result
+    job = json.loads(result["body"])
+    assert (job["id"], job["status"], job["assignee_id"]) == (
+        "01935f7e-0000-7000-8000-000000000001",
+        "assigned",
+        "worker-1",
     )
-    assert (result["statusCode"], json.loads(result["body"])) == (200, {"status": "ok"})
+    assert "sample world: made job 01935f7e-0000-7000-8000-000000000001" in ran.stderr

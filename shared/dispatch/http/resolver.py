@@ -77,6 +77,10 @@ class DispatchResolver(APIGatewayHttpResolver):
             self._unstored.add(key)
         return self.route(rule, method, **kwargs)
 
+    def roles_of(self, route_key: str) -> frozenset[Role] | None:
+        """Who may call a declared route (`POST /jobs/{job_id}/accept`); None: anyone."""
+        return self._access[route_key]
+
     @property
     def caller(self) -> Caller:
         caller: Caller = self.context["caller"]

