@@ -1,15 +1,21 @@
 """The bus contract as an AsyncAPI 3.0 document, generated from the models that shape the
-events (`dispatch.events`), as the OpenAPI document is generated from the routes' models: the
-two cannot drift from the code. Served at /asyncapi.json; printed by `dispatch asyncapi`."""
+events (the envelope in `dispatch.events`, each concept's events beside its models), as the
+OpenAPI document is generated from the routes' models: the two cannot drift from the code.
+Served at /asyncapi.json; printed by `dispatch asyncapi`."""
 
 from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from dispatch.events import EVENT_MODELS, JobChanged, JobUnfilled, OfferCreated
+from dispatch.events import Event
+from dispatch.jobs.models import JOB_EVENT_MODELS, JobChanged
+from dispatch.offers.models import OFFER_EVENT_MODELS, JobUnfilled, OfferCreated
 from dispatch.outbox.publisher import SOURCE
 
 VERSION = "1.1.0"
+
+# Every event type on the bus and the model that describes it.
+EVENT_MODELS: dict[str, type[Event]] = {**JOB_EVENT_MODELS, **OFFER_EVENT_MODELS}
 
 DELIVERY = (
     "Every committed event is put on the EventBridge bus at least once (source "

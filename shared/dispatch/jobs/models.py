@@ -13,6 +13,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, model_validator
 
+from dispatch.events import Event
 from dispatch.models import Document, Resource, Strict
 
 
@@ -198,3 +199,26 @@ class PhotoUpload(Resource):
     photo_id: UUID
     upload_url: str
     expires_in: int
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+class JobChanged(Event):
+    """A change of the job: `data` is the public Job at `version`, exactly as GET shows it."""
+
+    type: JobEventType
+    data: Job  # type: ignore[assignment]
+
+
+class JobEvents(Resource):
+    """GET /jobs/{job_id}/events: the job's history of changes, in version order."""
+
+    events: list[JobChanged]
+
+    def document(self) -> dict[str, Any]:
+        return {"events": [event.document() for event in self.events]}
+
+
+# Each job event type and the model that describes it (the AsyncAPI document's job messages).
+JOB_EVENT_MODELS: dict[str, type[Event]] = {kind.value: JobChanged for kind in JobEventType}
