@@ -22,9 +22,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from dispatch import db, idempotency, snapshots  # noqa: F401  (SnapStart hooks, registered)
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
+from dispatch.entrypoints import lambda_entrypoint
 from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body
 from dispatch.models import Resource
-from dispatch.observability import logger, metrics
+from dispatch.observability import logger
 from dispatch.outbox import relay
 
 JSON = "application/json"
@@ -277,15 +278,6 @@ def _lambda_error(
 
 
 def entrypoint(app: DispatchResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
-    """The Lambda handler of an API function: logs correlated by request id, metrics flushed.
-    Settings are read here, at import (cold start): a bad environment fails the init."""
-    settings()
-
-    @logger.inject_lambda_context(
-        correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
-    )
-    @metrics.log_metrics
-    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        return app.resolve(event, context)
-
-    return lambda_handler
+    """The Lambda handler of an API function (`dispatch.entrypoints`: settings at cold start,
+    metrics flushed), its logs correlated by the API Gateway request id."""
+    return lambda_entrypoint(app.resolve, correlation_paths.API_GATEWAY_HTTP)
