@@ -43,6 +43,11 @@ def refused(conn: Connection, sql: str, params: dict[str, Any], constraint: str)
             "jobs_lease_iff_assigned",
         ),
         ("window_end = window_start", "jobs_window_ordered"),
+        ("window_end = '10000-01-01 00:00:00+00'", "jobs_window_in_rfc3339"),
+        (
+            "window_start = '0001-01-01 00:00:00+00'::timestamptz - interval '1 s'",
+            "jobs_window_in_rfc3339",
+        ),
         ("lat = 90.5", "jobs_lat_range"),
         ("lng = -181", "jobs_lng_range"),
         ("skills = '{wash,NULL}'", "jobs_skills_no_nulls"),

@@ -24,6 +24,7 @@ from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
 from dispatch.entrypoints import lambda_entrypoint
 from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body
+from dispatch.http import body
 from dispatch.models import Resource
 from dispatch.observability import logger
 from dispatch.outbox import relay
@@ -50,7 +51,8 @@ def route_key(method: str, rule: str) -> str:
 
 class DispatchResolver(APIGatewayHttpResolver):
     def __init__(self) -> None:
-        super().__init__(enable_validation=True)
+        # Bodies are read within limits a hostile body cannot break (dispatch.http.body).
+        super().__init__(enable_validation=True, json_body_deserializer=body.parse)
         self._access: dict[str, frozenset[Role] | None] = {}
         self._unstored: set[str] = set()  # state changes whose answers are never stored
         self.exception_handler(DispatchError)(self._on_dispatch_error)
@@ -227,14 +229,7 @@ class DispatchResolver(APIGatewayHttpResolver):
         replayed = self._replay()
         if replayed is not None:
             return replayed
-        details = [
-            {
-                "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body")
-                or "body",
-                "problem": item.get("msg", "is not valid"),
-            }
-            for item in error.errors()
-        ]
+        details = [_detail(item) for item in error.errors()]
         return error_response(Code.VALIDATION_FAILED, self.request_id, details)
 
     def _on_database_unavailable(self, error: psycopg.OperationalError) -> Response[Any]:
@@ -251,6 +246,17 @@ class DispatchResolver(APIGatewayHttpResolver):
 
     def _on_no_route(self, _: Exception) -> Response[Any]:
         return error_response(Code.NOT_FOUND, self.request_id)
+
+
+def _detail(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One validation error as the contract's details name it: the field, the problem."""
+    loc = item.get("loc", ())
+    if item.get("type") == "json_invalid":  # loc is ("body", the character it failed at)
+        where = f", at character {loc[-1]}" if len(loc) > 1 else ""
+        reason = (item.get("ctx") or {}).get("error", "does not parse")
+        return {"field": "body", "problem": f"is not JSON: {reason}{where}"}
+    field = ".".join(str(part) for part in loc if part != "body")
+    return {"field": field or "body", "problem": item.get("msg", "is not valid")}
 
 
 def raw_body(event: Mapping[str, Any]) -> str:

@@ -77,9 +77,22 @@ class Location(Strict):
     lng: float = Field(ge=-180, le=180, strict=True)
 
 
+def _in_utc(moment: datetime) -> datetime:
+    """The moment in UTC, where the API writes every time: RFC 3339 has four-digit years, so a
+    time whose UTC year falls outside 1 to 9999 cannot be written back (9999-12-31T23:59:59-23:59
+    is in the year 10000 in UTC: it was stored, then answered 500)."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("must fall within the years 1 to 9999 in UTC") from None
+
+
+Time = Annotated[AwareDatetime, AfterValidator(_in_utc)]
+
+
 class Window(Strict):
-    start: AwareDatetime
-    end: AwareDatetime
+    start: Time
+    end: Time
 
     @model_validator(mode="after")
     def _ordered_and_ahead(self) -> "Window":
