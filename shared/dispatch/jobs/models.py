@@ -72,8 +72,16 @@ Skill = Annotated[
 Skills = Annotated[list[Skill], Field(max_length=32), AfterValidator(_distinct)]
 
 
+# Redis GEO indexes latitudes within +-85.05112878 (its Web Mercator square) and refuses the
+# rest: no worker can report a position beyond it, so no job is posted there either (nobody
+# could ever be offered it). Reads and searches take any latitude.
+GEO_MAX_LAT = 85.05112878
+
+
 class Location(Strict):
-    lat: float = Field(ge=-90, le=90, strict=True)
+    """Where a job is posted: within the latitudes worker positions can have."""
+
+    lat: float = Field(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT, strict=True)
     lng: float = Field(ge=-180, le=180, strict=True)
 
 
