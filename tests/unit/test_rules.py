@@ -68,6 +68,7 @@ HELD = {
     "acted": True,
     "photo_owner": "me",
     "rating": None,
+    "window_ended": False,
 }
 
 
@@ -89,6 +90,18 @@ def held(**changes: Any) -> dict[str, Any]:
         (held(), "biz", TransitionEvent.CANCEL, 4, Code.VERSION_CONFLICT),  # raced
         (held(), "other-biz", TransitionEvent.CANCEL, 4, Code.NOT_FOUND),
         (held(status="completed"), "biz", TransitionEvent.CANCEL, 4, Code.ILLEGAL_TRANSITION),
+        # Once the window ended: no renewing the lease, too late to start; the rest goes on.
+        (held(window_ended=True), "me", TransitionEvent.CHECK_IN, 4, Code.JOB_UNAVAILABLE),
+        (held(window_ended=True), "me", TransitionEvent.START, 4, Code.JOB_UNAVAILABLE),
+        (held(window_ended=True), "me", TransitionEvent.CHECK_IN, 3, Code.VERSION_CONFLICT),
+        (held(window_ended=True), "me", TransitionEvent.RELEASE, 4, Code.VERSION_CONFLICT),
+        (
+            held(status="in_progress", window_ended=True),
+            "me",
+            TransitionEvent.COMPLETE,
+            4,
+            Code.AFTER_PHOTO_REQUIRED,
+        ),
     ],
 )
 def test_transition_refusals(

@@ -98,6 +98,7 @@ def transition(
         "actor_kind": move.actor.value,
         "actor": caller.id,
         "needs": move.needs.value if move.needs else None,
+        "within_window": move.within_window,
         "photo_id": None,
         "lease_seconds": settings().lease_seconds,
         "event_type": move.event_type,

@@ -55,6 +55,8 @@ def transition_refusal(facts: Facts | None, actor: str, version: int, move: Tran
         return Code.ILLEGAL_TRANSITION
     if not holds:
         return Code.VERSION_CONFLICT
+    if move.within_window and facts["window_ended"]:
+        return Code.JOB_UNAVAILABLE  # its time is over: nothing to renew, too late to start
     if move.needs is Photo.BEFORE and facts["before_photo_id"] is None:
         return Code.BEFORE_PHOTO_REQUIRED
     if move.needs is Photo.AFTER and facts["after_photo_id"] is None:

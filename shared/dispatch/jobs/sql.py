@@ -15,7 +15,9 @@ CREATE_JOB = with_event("""
     RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
-# Accept: everything that makes the job claimable is in the WHERE clause.
+# Accept: everything that makes the job claimable is in the WHERE clause. The lease runs
+# DISPATCH_LEASE_SECONDS, cut at the window's end: a lease never outlives the window
+# (jobs_lease_within_window).
 # - open, or assigned with a lease that already ran out (correctness never waits for the sweeper)
 # - its window has not ended (nor does correctness wait for the sweeper to expire it)
 # - still at the version the worker saw, when the worker sent one (fencing token)
@@ -26,7 +28,7 @@ ACCEPT_JOB = with_event("""
        SET status = 'assigned',
            assignee_id = %(worker_id)s,
            before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
-           lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+           lease_expires_at = least(now() + make_interval(secs => %(lease_seconds)s), window_end),
            version = version + 1,
            updated_at = now()
      WHERE id = %(job_id)s
@@ -71,8 +73,10 @@ SELECT dispatch_event(e) AS document
 # A transition: one conditional UPDATE keyed on the id, the allowed source statuses, the
 # version the actor holds (the fencing token), the actor, and the photo the target needs.
 # Going back to open or to cancelled clears the assignee, the lease and the before photo
-# (evidence belongs to an assignment); assigned (check-in) renews the lease; any other
-# target ends it. jobs_photo_gate and the photo triggers refuse the same things again.
+# (evidence belongs to an assignment); assigned (check-in) renews the lease, to the window's
+# end at most; any other target ends it. Check-in and start happen only while the window lasts
+# (`within_window`). jobs_photo_gate, the photo triggers and jobs_held_only_within_the_window
+# refuse the same things again.
 TRANSITION_JOB = with_event("""
     UPDATE jobs
        SET status = %(target)s,
@@ -81,7 +85,8 @@ TRANSITION_JOB = with_event("""
            before_photo_id = CASE WHEN %(target)s IN ('open', 'cancelled') THEN NULL
                                   ELSE before_photo_id END,
            lease_expires_at = CASE WHEN %(target)s = 'assigned'
-                                   THEN now() + make_interval(secs => %(lease_seconds)s) END,
+                                   THEN least(now() + make_interval(secs => %(lease_seconds)s),
+                                              window_end) END,
            version = version + 1,
            updated_at = now()
      WHERE id = %(job_id)s
@@ -91,6 +96,7 @@ TRANSITION_JOB = with_event("""
                                ELSE business_id = %(actor)s END
        AND (%(needs)s::text IS DISTINCT FROM 'before' OR before_photo_id IS NOT NULL)
        AND (%(needs)s::text IS DISTINCT FROM 'after' OR after_photo_id IS NOT NULL)
+       AND (NOT %(within_window)s OR window_end > now())
     RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
@@ -99,7 +105,7 @@ TRANSITION_JOB = with_event("""
 # moved on; a stranger only ever hears NOT_FOUND); `photo_owner`, whose photo was sent.
 TRANSITION_FAILURE_FACTS = """
 SELECT j.status, j.version, j.assignee_id, j.business_id,
-       j.before_photo_id, j.after_photo_id, j.rating,
+       j.before_photo_id, j.after_photo_id, j.rating, j.window_end <= now() AS window_ended,
        EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.actor = %(actor)s) AS acted,
        (SELECT p.owner_id FROM photos p WHERE p.id = %(photo_id)s::uuid) AS photo_owner
   FROM jobs j WHERE j.id = %(job_id)s
@@ -174,9 +180,12 @@ REOPEN_EXPIRED = with_event("""
     RETURNING j.*, dispatch_job_json(j) AS document
 """)
 
-# Windows that ended: an open job, or an assigned one whose lease ran out, can no longer be
-# taken; the sweeper makes that visible as `expired` (jobs_expired_only_after_the_window),
-# with its job.expired event for the business. A holder whose lease still runs keeps the job.
+# Windows that ended: an open job can no longer be taken, nor can an assigned one go on (its
+# lease ended with the window at the latest, and check-in and start are over); the sweeper
+# makes that visible as `expired` (jobs_expired_only_after_the_window), with one job.expired
+# event, never a job.reopened (reopening would offer a job nobody may take). The lease test
+# is implied by the window's (jobs_lease_within_window) and lets the planner use
+# jobs_lease_expiry.
 EXPIRE_ENDED = with_event("""
     UPDATE jobs j
        SET status = 'expired',
