@@ -35,7 +35,10 @@ EVOLUTION = (
 
 SUMMARIES = {
     "job.created": "A business posted a job (version 1).",
-    "job.assigned": "A worker won the job; `data.lease_expires_at` is the check-in deadline.",
+    "job.assigned": (
+        "A worker won the job; `data.lease_expires_at` is the check-in deadline (never past "
+        "the window's end)."
+    ),
     "job.checked_in": "The assignee checked in; the lease was renewed.",
     "job.released": "The assignee gave the job back; it is open again.",
     "job.reopened": "The lease ran out; the sweeper opened the job again.",
@@ -43,7 +46,10 @@ SUMMARIES = {
     "job.completed": "Work finished (an after photo is attached).",
     "job.cancelled": "The business cancelled the job.",
     "job.photo_attached": "The assignee attached a before or after photo.",
-    "job.expired": "The window ended before anyone held the job; it can no longer be taken.",
+    "job.expired": (
+        "The window ended before the work started (nobody held the job, or its holder had not "
+        "started: a lease never outlives the window); it can no longer be taken."
+    ),
     "job.rated": "The business rated the completed work (`data.rating`, 1 to 5 stars).",
     "offer.created": "A worker was offered the job in a wave of the round.",
     "job.unfilled": "Every wave of the round passed and nobody took the job.",
