@@ -8,7 +8,6 @@ Idempotency-Key). Every error, whoever raises it, leaves in the contract's error
 """
 
 import base64
-import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -25,7 +24,7 @@ from dispatch.config import settings
 from dispatch.entrypoints import lambda_entrypoint
 from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body
 from dispatch.http import body
-from dispatch.models import Resource
+from dispatch.models import Resource, to_json
 from dispatch.observability import logger
 from dispatch.outbox import relay
 
@@ -40,7 +39,7 @@ def error_response(
     return Response(
         status_code=DispatchError(code).status,
         content_type=JSON,
-        body=json.dumps(error_body(code, request_id, details)),
+        body=to_json(error_body(code, request_id, details)),
     )
 
 
@@ -52,7 +51,10 @@ def route_key(method: str, rule: str) -> str:
 class DispatchResolver(APIGatewayHttpResolver):
     def __init__(self) -> None:
         # Bodies are read within limits a hostile body cannot break (dispatch.http.body).
-        super().__init__(enable_validation=True, json_body_deserializer=body.parse)
+        # Answers are written in the one form (dispatch.models.to_json).
+        super().__init__(
+            enable_validation=True, json_body_deserializer=body.parse, serializer=to_json
+        )
         self._access: dict[str, frozenset[Role] | None] = {}
         self._unstored: set[str] = set()  # state changes whose answers are never stored
         self.exception_handler(DispatchError)(self._on_dispatch_error)
@@ -278,7 +280,7 @@ def _lambda_error(
     return {
         "statusCode": DispatchError(code).status,
         "headers": {"Content-Type": JSON},
-        "body": json.dumps(error_body(code, request_id, details)),
+        "body": to_json(error_body(code, request_id, details)),
         "isBase64Encoded": False,
     }
 

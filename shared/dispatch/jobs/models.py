@@ -78,11 +78,20 @@ Skills = Annotated[list[Skill], Field(max_length=32), AfterValidator(_distinct)]
 GEO_MAX_LAT = 85.05112878
 
 
+def _signless_zero(value: float) -> float:
+    """-0.0 is 0.0: a JSON reader loses the sign of "-0" (an int), so a job stored at -0.0
+    would read back as 0 and no longer match the answer that posted it, byte for byte."""
+    return value + 0.0
+
+
+Coordinate = AfterValidator(_signless_zero)
+
+
 class Location(Strict):
     """Where a job is posted: within the latitudes worker positions can have."""
 
-    lat: float = Field(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT, strict=True)
-    lng: float = Field(ge=-180, le=180, strict=True)
+    lat: Annotated[float, Field(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT, strict=True), Coordinate]
+    lng: Annotated[float, Field(ge=-180, le=180, strict=True), Coordinate]
 
 
 def _in_utc(moment: datetime) -> datetime:

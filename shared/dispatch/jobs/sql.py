@@ -152,7 +152,8 @@ rated AS (
        SET ratings = workers.ratings + 1, stars = workers.stars + excluded.stars,
            updated_at = now()
 )""",
-    answer="jsonb_build_object('job_id', id, 'worker_id', assignee_id, 'stars', rating)",
+    answer="""(SELECT row_to_json(rated)
+                 FROM (SELECT id AS job_id, assignee_id AS worker_id, rating AS stars) rated)""",
 )
 
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping

@@ -86,14 +86,16 @@ UPDATE offer_events SET published_at = now() WHERE id = ANY(%(ids)s)
 # -- a worker's side ---------------------------------------------------------------------------
 
 # The caller's offers whose job is still open in that round (and still takeable: its window
-# has not ended, the worker did not decline it), newest first, as offer.created carried them.
+# has not ended, the worker did not decline it), newest first, as offer.created carried them,
+# written in the model's field order (models.Offer).
 OFFERS_OF_WORKER: LiteralString = """
-SELECT jsonb_build_object('job', dispatch_job_summary(j),
-                          'distance_m', round(o.distance_m::numeric, 1),
-                          'wave', o.wave,
-                          'offered_at', dispatch_time(o.created_at)) AS document
+SELECT row_to_json(offer) AS document
   FROM job_offers o
   JOIN jobs j ON j.id = o.job_id
+ CROSS JOIN LATERAL (SELECT dispatch_job_summary_json(j) AS job,
+                            round(o.distance_m::numeric, 1) AS distance_m,
+                            o.wave,
+                            dispatch_time(o.created_at) AS offered_at) offer
  WHERE o.worker_id = %(worker_id)s
    AND j.status = 'open' AND j.version = o.job_version AND j.window_end > now()
    AND NOT EXISTS (SELECT 1 FROM job_declines d
