@@ -75,7 +75,7 @@ def accept_job(
         raise
     if row is None:
         facts = conn.execute(sql.ACCEPT_FAILURE_FACTS, params).fetchone()
-        raise DispatchError(rules.accept_refusal(facts, worker_id, version))
+        raise DispatchError(rules.accept_refusal(facts, worker_id))
     return Job.from_document(row["document"], row["answer"])
 
 

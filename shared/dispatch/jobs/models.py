@@ -26,8 +26,12 @@ class JobStatus(StrEnum):
     EXPIRED = "expired"  # the window ended before anyone held it
 
 
+# A worker holds the job (one at a time: jobs_one_live_job_per_worker).
 LIVE_STATUSES = frozenset({JobStatus.ASSIGNED, JobStatus.IN_PROGRESS})
+# Nothing moves the job any more.
 FINISHED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.CANCELLED, JobStatus.EXPIRED})
+# A worker is assigned: holding the job or having done it (jobs_assignee_iff_taken).
+TAKEN_STATUSES = LIVE_STATUSES | {JobStatus.COMPLETED}
 
 
 class JobEventType(StrEnum):

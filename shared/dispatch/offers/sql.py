@@ -2,6 +2,8 @@
 
 from typing import LiteralString
 
+from dispatch.jobs.sql import LIVE
+
 # The job, if it is still open in this round.
 OPEN_JOB: LiteralString = """
 SELECT dispatch_job_json(j) AS document FROM jobs j
@@ -26,7 +28,7 @@ RETURNING wave
 # Qualified: every skill, the rating the job asks for (none: below any), no live job, never
 # offered or declined this job. Not offered again in the new round: whoever held the job just
 # before it opened (whose lease ran out, or who released it), read from the previous event.
-MAKE_OFFERS: LiteralString = """
+MAKE_OFFERS: LiteralString = f"""
 WITH candidate AS (
     SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[])
         AS c(worker_id, distance_m)
@@ -34,14 +36,14 @@ WITH candidate AS (
     SELECT c.worker_id, c.distance_m
       FROM candidate c
       LEFT JOIN workers w ON w.id = c.worker_id
-     WHERE coalesce(w.skills, '{}') @> %(skills)s::text[]
+     WHERE coalesce(w.skills, '{{}}') @> %(skills)s::text[]
        AND (%(min_rating)s::numeric IS NULL OR w.rating >= %(min_rating)s::numeric)
        AND c.worker_id IS DISTINCT FROM
            (SELECT e.data ->> 'assignee_id' FROM job_events e
              WHERE e.job_id = %(job_id)s AND e.version = %(version)s - 1)
        AND NOT EXISTS (SELECT 1 FROM jobs live
                         WHERE live.assignee_id = c.worker_id
-                          AND live.status IN ('assigned', 'in_progress'))
+                          AND live.status IN {LIVE})
        AND NOT EXISTS (SELECT 1 FROM job_offers o
                         WHERE o.job_id = %(job_id)s AND o.worker_id = c.worker_id)
        AND NOT EXISTS (SELECT 1 FROM job_declines d
