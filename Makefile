@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 3000
 STAMP := $(VENV)/.installed
 
-.PHONY: browser dev lock screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops template-lint checkov package clean
+.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops template-lint checkov package clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ lock:
 	mv constraints.new constraints.txt && rm -rf $(VENV)/lock
 
 install: $(STAMP)
+
+## Write migrations/schema.sql, the current schema, from the migrations (after adding one;
+## tests/integration/test_schema_file.py fails while it is stale).
+schema: $(STAMP)
+	$(BIN)/python -m dispatch_local.schema
 
 ## Serve the API on http://127.0.0.1:$(PORT) (embedded Postgres and Redis unless
 ## DATABASE_URL / REDIS_URL are set).
