@@ -9,15 +9,16 @@ consumers use `queue_consumer`, scheduled functions `scheduled`.
 """
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from aws_lambda_powertools.utilities.batch import process_partial_response
-from aws_lambda_powertools.utilities.batch.base import BasePartialBatchProcessor
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch.config import settings
 from dispatch.observability import count, logger, metrics
+
+if TYPE_CHECKING:  # the batch utilities are for the queue consumers: API functions never load them
+    from aws_lambda_powertools.utilities.batch.base import BasePartialBatchProcessor
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 T = TypeVar("T")
 Handler = Callable[[dict[str, Any], LambdaContext], T]
@@ -38,7 +39,7 @@ def lambda_entrypoint(work: Handler[T], correlation_id_path: str | None = None) 
 
 
 def queue_consumer(
-    handle: Callable[[SQSRecord], None], processor: BasePartialBatchProcessor
+    handle: Callable[["SQSRecord"], None], processor: "BasePartialBatchProcessor"
 ) -> Handler[dict[str, Any]]:
     """An SQS consumer that reports partial failures (the queue's event source mapping has
     ReportBatchItemFailures): each message is handled on its own, its log lines carry its
@@ -46,7 +47,9 @@ def queue_consumer(
     (`MessagesFailed`); it goes back to the queue, to be received again after the visibility
     timeout and, after a few receives, to the dead-letter queue."""
 
-    def each(record: SQSRecord) -> None:
+    from aws_lambda_powertools.utilities.batch import process_partial_response
+
+    def each(record: "SQSRecord") -> None:
         logger.append_keys(message_id=record.message_id)
         try:
             handle(record)
