@@ -6,7 +6,7 @@ PORT ?= 3000
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: browser dev lock screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops template-lint checkov package clean
+.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops template-lint checkov package clean
 
 # Everything (the dev extra: tests, linters, sam, the browser driver): make test and the rest.
 $(STAMP): pyproject.toml constraints.txt
@@ -33,6 +33,11 @@ lock:
 	mv constraints.new constraints.txt && rm -rf $(VENV)/lock
 
 install: $(STAMP)
+
+## Write migrations/schema.sql, the current schema, from the migrations (after adding one;
+## tests/integration/test_schema_file.py fails while it is stale).
+schema: $(STAMP)
+	$(BIN)/python -m dispatch_local.schema
 
 ## Serve the API on http://127.0.0.1:$(PORT) (embedded Postgres and Redis unless
 ## DATABASE_URL / REDIS_URL are set).

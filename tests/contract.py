@@ -1,21 +1,28 @@
-"""The bus contract, checked: every event validates against the AsyncAPI document.
+"""The bus contract, checked: every event validates against the AsyncAPI document, and is
+written in the one form of every answer and event (compact JSON, keys in the model's order).
 
 Validation is strict (no field beyond the document's), so a storage column that leaks into an
 event fails here even though consumers are told to ignore unknown fields.
 """
 
+import json
+import types
+import typing
 from functools import cache
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel
 
 from dispatch import db
+from dispatch.events import Event
+from dispatch.models import to_json
 from dispatch_local import asyncapi
 
 STORED_EVENTS = """
-SELECT dispatch_event(e) AS document FROM job_events e
+SELECT dispatch_event(e)::text AS text FROM job_events e
 UNION ALL
-SELECT dispatch_event(o) AS document FROM offer_events o
+SELECT dispatch_event(o)::text AS text FROM offer_events o
 """
 
 
@@ -53,9 +60,44 @@ def assert_valid_event(event: dict[str, Any], document: dict[str, Any] | None = 
     assert not errors, f"{kind} does not match the AsyncAPI document: {errors[0]}"
 
 
+def model_of(annotation: Any) -> Any:
+    """The model (or list of models) inside an annotation such as `Job | None`."""
+    if get_origin(annotation) in (types.UnionType, typing.Union):
+        (inner,) = [a for a in get_args(annotation) if a is not type(None)]
+        return inner
+    return annotation
+
+
+def in_model_order(value: Any, annotation: Any, where: str = "") -> None:
+    """Every object's keys in its model's field order (a field may be left out, never moved)."""
+    annotation = model_of(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, Event) and isinstance(value, dict):
+        annotation = asyncapi.EVENT_MODELS[value["type"]]  # the event's own model, by its type
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        assert isinstance(value, dict), where
+        fields = list(annotation.model_fields)
+        assert list(value) == [f for f in fields if f in value], (where, list(value), fields)
+        for name, field in annotation.model_fields.items():
+            if name in value:
+                in_model_order(value[name], field.annotation, f"{where}.{name}")
+    elif get_origin(annotation) is list and isinstance(value, list):
+        (item,) = get_args(annotation)
+        for n, element in enumerate(value):
+            in_model_order(element, item, f"{where}[{n}]")
+
+
+def in_the_one_form(text: str, model: Any) -> Any:
+    """`text` is exactly the one form of its own values, in `model`'s order; those values."""
+    value = json.loads(text)
+    assert text == to_json(value), text[:300]
+    in_model_order(value, model)
+    return value
+
+
 def validate_stored_events(conn: db.Connection) -> int:
-    """Every job and offer event in the database against the document; how many there were."""
+    """Every job and offer event in the database against the document, and in the one form;
+    how many there were."""
     rows = conn.execute(STORED_EVENTS).fetchall()
     for row in rows:
-        assert_valid_event(row["document"])
+        assert_valid_event(in_the_one_form(row["text"], Event))
     return len(rows)

@@ -172,7 +172,8 @@ def walk_to(
 
 def end_window(job_id: str) -> None:
     """Move a job's window into the past, as if its hours went by (the clock, not the job: the
-    sweeper and the rules then do what they would at that hour)."""
+    sweeper and the rules then do what they would at that hour). A lease ends with the window
+    at the latest (jobs_lease_within_window), so a running one ends with it."""
     from dispatch import db
 
     # As the owner: the application role may never move a window (a job's window, place and
@@ -180,7 +181,10 @@ def end_window(job_id: str) -> None:
     with db.connect(os.environ["DATABASE_OWNER_URL"]) as conn:
         conn.execute(
             """UPDATE jobs SET window_start = window_start - (window_end - now()) - interval '1 s',
-                              window_end = now() - interval '1 s'
+                              window_end = now() - interval '1 s',
+                              lease_expires_at = CASE WHEN lease_expires_at > now() - interval '1 s'
+                                                      THEN now() - interval '1 s'
+                                                      ELSE lease_expires_at END
                 WHERE id = %s""",
             (job_id,),
         )

@@ -3,7 +3,6 @@ no data; every call it makes needs an ops token). The files ship inside this fun
 to the top-level console/ folder), so the stack the template builds serves them as it serves
 the API, with no bucket or CDN."""
 
-import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -13,6 +12,7 @@ from aws_lambda_powertools.event_handler import Response
 from dispatch.config import settings
 from dispatch.errors import Code, DispatchError
 from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.models import to_json
 
 app = DispatchResolver()
 FILES = Path(__file__).parent / "static"
@@ -63,7 +63,7 @@ def asset(asset: str) -> Response[Any]:
             "tiles": s.console_tiles,
             "signin_url": s.console_signin_url,
         }
-        return page(json.dumps(config), TYPES[".json"])
+        return page(to_json(config), TYPES[".json"])
     found = SERVED.get(asset)
     if found is None:
         raise DispatchError(Code.NOT_FOUND)

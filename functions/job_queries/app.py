@@ -10,11 +10,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from dispatch import db
 from dispatch.auth import Role
 from dispatch.errors import Code
-from dispatch.events import JobEvents
 from dispatch.http.openapi import READ, answers
 from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs import queries
-from dispatch.jobs.models import Job, NearbyJobs
+from dispatch.jobs.models import Job, JobEvents, NearbyJobs
 
 app = DispatchResolver()
 READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}

@@ -4,24 +4,19 @@ Relaying the outbox is another function's duty (outbox_relay): a backlog of even
 holds up a lease."""
 
 from dataclasses import asdict
-from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
-from dispatch.config import settings
-from dispatch.observability import count, logger, metrics
+from dispatch.entrypoints import scheduled
+from dispatch.observability import count, logger
 from dispatch.sweeper import sweep
 from dispatch.workers import locations
 
 SAFETY_MARGIN_MS = 5_000  # stop starting batches this long before the function would time out
 
-settings()  # at cold start: a bad environment fails the init, not the first event
 
-
-@logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+def sweep_once(context: LambdaContext) -> dict[str, int]:
     def time_left() -> bool:
         return context.get_remaining_time_in_millis() > SAFETY_MARGIN_MS
 
@@ -30,3 +25,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
     done = {**asdict(report), "positions_pruned": locations.prune_if_reachable()}
     logger.info("sweep done", extra=done)
     return done
+
+
+lambda_handler = scheduled(sweep_once)

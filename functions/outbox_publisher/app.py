@@ -8,24 +8,14 @@ failure and hands the rest back, so a poison message holds up its own job only, 
 the dead-letter queue after a few receives.
 """
 
-from typing import Any
-
-from aws_lambda_powertools.utilities.batch import (
-    SqsFifoPartialProcessor,
-    process_partial_response,
-)
+from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
-from dispatch.config import settings
+from dispatch.entrypoints import queue_consumer
 from dispatch.events import Event
-from dispatch.observability import logger, metrics
 from dispatch.offers import waves
 from dispatch.outbox.publisher import publish_up_to, put_on_bus
-
-# On a failure only the rest of that message group (that job) waits; other jobs go on.
-processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def publish_record(record: SQSRecord) -> None:
@@ -37,12 +27,5 @@ def publish_record(record: SQSRecord) -> None:
     )
 
 
-settings()  # at cold start: a bad environment fails the init, not the first event
-
-
-@logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(
-        event=event, record_handler=publish_record, processor=processor, context=context
-    )
+# On a failure only the rest of that message group (that job) waits; other jobs go on.
+lambda_handler = queue_consumer(publish_record, SqsFifoPartialProcessor(skip_group_on_error=True))

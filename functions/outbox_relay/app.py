@@ -17,18 +17,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
 from dispatch.config import settings
-from dispatch.observability import count, logger, metrics, record
+from dispatch.entrypoints import scheduled
+from dispatch.observability import count, logger, record
 from dispatch.outbox import relay
 
 SAFETY_MARGIN_MS = 5_000  # no pass starts this close to the function's timeout
 PAUSE_SECONDS = 1.0  # between passes while polling
 
-settings()  # at cold start: a bad environment fails the init, not the first event
 
-
-@logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def relay_for_a_while(context: LambdaContext) -> dict[str, Any]:
     """{} when there was nothing to relay; else what was relayed and the lag left."""
     polling_until = time.monotonic() + settings().relay_poll_seconds
 
@@ -50,3 +47,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     done = {"relayed": relayed, "passes": passes, "lag_seconds": round(lag, 3)}
     logger.info("relay done", extra=done)
     return done
+
+
+lambda_handler = scheduled(relay_for_a_while)

@@ -37,6 +37,7 @@ app = DispatchResolver()
         Code.NOT_FOUND,
         Code.VERSION_CONFLICT,
         Code.ILLEGAL_TRANSITION,
+        Code.JOB_UNAVAILABLE,
         Code.BEFORE_PHOTO_REQUIRED,
         Code.AFTER_PHOTO_REQUIRED,
     ),

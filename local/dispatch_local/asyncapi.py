@@ -1,15 +1,21 @@
 """The bus contract as an AsyncAPI 3.0 document, generated from the models that shape the
-events (`dispatch.events`), as the OpenAPI document is generated from the routes' models: the
-two cannot drift from the code. Served at /asyncapi.json; printed by `dispatch asyncapi`."""
+events (the envelope in `dispatch.events`, each concept's events beside its models), as the
+OpenAPI document is generated from the routes' models: the two cannot drift from the code.
+Served at /asyncapi.json; printed by `dispatch asyncapi`."""
 
 from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from dispatch.events import EVENT_MODELS, JobChanged, JobUnfilled, OfferCreated
+from dispatch.events import Event
+from dispatch.jobs.models import JOB_EVENT_MODELS, JobChanged
+from dispatch.offers.models import OFFER_EVENT_MODELS, JobUnfilled, OfferCreated
 from dispatch.outbox.publisher import SOURCE
 
 VERSION = "1.1.0"
+
+# Every event type on the bus and the model that describes it.
+EVENT_MODELS: dict[str, type[Event]] = {**JOB_EVENT_MODELS, **OFFER_EVENT_MODELS}
 
 DELIVERY = (
     "Every committed event is put on the EventBridge bus at least once (source "
@@ -29,7 +35,10 @@ EVOLUTION = (
 
 SUMMARIES = {
     "job.created": "A business posted a job (version 1).",
-    "job.assigned": "A worker won the job; `data.lease_expires_at` is the check-in deadline.",
+    "job.assigned": (
+        "A worker won the job; `data.lease_expires_at` is the check-in deadline (never past "
+        "the window's end)."
+    ),
     "job.checked_in": "The assignee checked in; the lease was renewed.",
     "job.released": "The assignee gave the job back; it is open again.",
     "job.reopened": "The lease ran out; the sweeper opened the job again.",
@@ -37,7 +46,10 @@ SUMMARIES = {
     "job.completed": "Work finished (an after photo is attached).",
     "job.cancelled": "The business cancelled the job.",
     "job.photo_attached": "The assignee attached a before or after photo.",
-    "job.expired": "The window ended before anyone held the job; it can no longer be taken.",
+    "job.expired": (
+        "The window ended before the work started (nobody held the job, or its holder had not "
+        "started: a lease never outlives the window); it can no longer be taken."
+    ),
     "job.rated": "The business rated the completed work (`data.rating`, 1 to 5 stars).",
     "offer.created": "A worker was offered the job in a wave of the round.",
     "job.unfilled": "Every wave of the round passed and nobody took the job.",

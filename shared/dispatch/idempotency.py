@@ -23,7 +23,7 @@ from psycopg import errors, pq
 
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError, error_body
-from dispatch.models import Resource
+from dispatch.models import Resource, to_json
 
 CLAIM_KEY = """
 INSERT INTO idempotency_keys (principal, key, fingerprint)
@@ -177,7 +177,7 @@ def _claim_and_run(
 
 
 def _error_json(error: DispatchError, request: KeyedRequest) -> str:
-    return json.dumps(error_body(error.code, request.request_id, error.details))
+    return to_json(error_body(error.code, request.request_id, error.details))
 
 
 def _roll_back(conn: Connection) -> None:

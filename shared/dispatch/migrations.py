@@ -44,7 +44,12 @@ class MigrationChanged(RuntimeError):
 
 
 def load(directory: Path) -> list[Migration]:
-    return [Migration(path.stem, path.read_text()) for path in sorted(directory.glob("*.sql"))]
+    """The migrations in `directory`, in order: the files named NNNN_name.sql (schema.sql
+    beside them is the current schema they make, generated, never applied)."""
+    return [
+        Migration(path.stem, path.read_text())
+        for path in sorted(directory.glob("[0-9][0-9][0-9][0-9]_*.sql"))
+    ]
 
 
 def apply(

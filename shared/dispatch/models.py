@@ -13,6 +13,15 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 
+def to_json(value: Any) -> str:
+    """The one form of every answer and every event: compact JSON (no space after a colon or a
+    comma) with the keys in the order given, which is the model's field order (Postgres writes
+    its documents with row_to_json of a declared type, pydantic dumps in field order), and text
+    as it is (no \\u escapes but those JSON needs), as row_to_json writes it. So an answer made
+    by the database and one made here read alike, byte for byte."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 class Strict(BaseModel):
     """Input models refuse unknown fields and NaN/infinity."""
 
@@ -30,9 +39,7 @@ class Resource(BaseModel):
         return None
 
     def to_json(self) -> str:
-        # The form Postgres prints jsonb in, so that an answer made by the database and one
-        # made here read alike.
-        return json.dumps(self.document(), ensure_ascii=False)
+        return to_json(self.document())
 
 
 class Document(Resource):
@@ -49,8 +56,10 @@ class Document(Resource):
         return parsed
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Self:
-        return cls.from_document(json.loads(text))
+    def from_json(cls, text: str) -> Self:
+        """A document as Postgres wrote it, sent on as it came (the relay's message is the
+        event as `dispatch_event` wrote it)."""
+        return cls.from_document(json.loads(text), text)
 
     def document(self) -> dict[str, Any]:
         return self._document

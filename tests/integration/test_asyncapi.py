@@ -8,7 +8,6 @@ import jsonschema
 import pytest
 
 from dispatch import db
-from dispatch.events import EVENT_MODELS
 from dispatch.jobs.models import JobEventType
 from dispatch.offers.models import OfferEventType
 from dispatch_local import REPO_ROOT, asyncapi
@@ -45,7 +44,7 @@ def test_every_type_the_code_and_the_database_know_is_described(conn: db.Connect
     in_database = allowed_types(conn, "job_events_type_valid") | allowed_types(
         conn, "offer_events_type_valid"
     )
-    assert described == set(EVENT_MODELS) == in_code == in_database
+    assert described == set(asyncapi.EVENT_MODELS) == in_code == in_database
 
 
 def test_an_event_of_an_unknown_type_or_shape_is_refused() -> None:

@@ -12,8 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dispatch import db
-from dispatch.events import JobChanged
-from dispatch.jobs.models import Job
+from dispatch.jobs.models import Job, JobChanged
 from tests.support import BUSINESS, OPS, Api, walk_to, worker
 
 

@@ -2,8 +2,14 @@
 read, list, command and idempotent replay still answers as the contract says, never a 5xx;
 nobody can take the job any more, nearby and offers skip it, and the sweeper expires it.
 
+A lease never outlives the window: it is cut at the window's end, check-in and start answer
+409 `JOB_UNAVAILABLE` once the window ended, and the sweeper expires a job still assigned then
+(one `job.expired`, no `job.reopened`). Work in progress is never cut off.
+
 Found from outside: the stored window was rebuilt through the input model, whose rule "the
-end must lie in the future" then failed every read of a job whose window had ended.
+end must lie in the future" then failed every read of a job whose window had ended. Then: a
+job assigned inside its window could be checked in after it ended, again and again, and when
+that lease ran out the sweeper moved it from assigned to expired.
 """
 
 import time
@@ -58,6 +64,8 @@ def test_a_job_whose_window_ended_reads_lists_moves_and_replays(api: Api) -> Non
     assert first.status == 201, first.body
     check_in_key = "check-in-before-the-end"
     held = jobs["assigned"]
+    # The lease (DISPATCH_LEASE_SECONDS, ten minutes) is cut at the window's end, seconds away.
+    assert held["lease_expires_at"] == when["end"]
     checked_in = api.call(
         "POST",
         f"/jobs/{held['id']}/transitions",
@@ -67,6 +75,7 @@ def test_a_job_whose_window_ended_reads_lists_moves_and_replays(api: Api) -> Non
     )
     assert checked_in.status == 200, checked_in.body
     jobs["assigned"] = checked_in.body
+    assert checked_in.body["lease_expires_at"] == when["end"]
     wait_until_ended(when)
 
     for status, job in jobs.items():
@@ -88,14 +97,33 @@ def test_a_job_whose_window_ended_reads_lists_moves_and_replays(api: Api) -> Non
     late = api.call("POST", f"/jobs/{jobs['open']['id']}/accept", searcher, {})
     assert (late.status, late.code) == (409, "JOB_UNAVAILABLE")  # before any sweeper ran
 
-    # The holders go on with the jobs they hold: the window is the business's wish, the
-    # lifecycle still works (and every answer carries the ended window).
-    checked_in_again = step(api, jobs["assigned"], holders["assigned"], "check_in")
-    assert checked_in_again["window"] == when
+    # Work in progress goes on; an assignment that did not start is over: nothing to renew,
+    # too late to start (its before photo is there), before any sweeper ran.
     done = step(api, jobs["in_progress"], holders["in_progress"], "complete")
-    assert done["status"] == "completed"
-    before = attach(api, checked_in_again, holders["assigned"], "before")
-    assert before["before_photo_id"] is not None
+    assert done["status"] == "completed" and done["window"] == when
+    for event in ("check_in", "start"):
+        late_move = api.call(
+            "POST",
+            f"/jobs/{held['id']}/transitions",
+            holders["assigned"],
+            {"event": event, "version": jobs["assigned"]["version"]},
+        )
+        assert (late_move.status, late_move.code) == (409, "JOB_UNAVAILABLE"), late_move.body
+    # The sweeper ends it: expired, one job.expired, never reopened for a market that cannot
+    # take it; its holder is fenced off by the version.
+    assert sweep_now()["reopened"] == 0
+    history = api.call("GET", f"/jobs/{held['id']}/events", BUSINESS).body["events"]
+    assert [e["type"] for e in history[-2:]] == ["job.checked_in", "job.expired"]
+    assert history[-1]["data"]["status"] == "expired"
+    assert history[-1]["data"]["assignee_id"] is None
+    assert history[-2]["data"]["assignee_id"] == holders["assigned"][0]
+    fenced = api.call(
+        "POST",
+        f"/jobs/{held['id']}/transitions",
+        holders["assigned"],
+        {"event": "check_in", "version": jobs["assigned"]["version"]},
+    )
+    assert (fenced.status, fenced.code) == (409, "VERSION_CONFLICT")
 
     # Retries of requests made before the end replay exactly, though their body would no
     # longer pass validation today (the window has ended).
@@ -116,31 +144,34 @@ def test_a_job_whose_window_ended_reads_lists_moves_and_replays(api: Api) -> Non
     assert (fresh.status, fresh.code) == (400, "VALIDATION_FAILED")
 
 
-def test_the_sweeper_expires_what_nobody_holds_and_leaves_holders_be(
+def test_the_sweeper_expires_every_job_not_started_when_its_window_ends(
     api: Api, conn: Connection
 ) -> None:
-    """Open jobs whose window ended expire; an assigned job whose lease still runs stays with
-    its holder (who may still work it, late); once that lease runs out it expires instead of
-    going back to a market that may no longer take it."""
+    """Open jobs whose window ended expire, and so do assigned ones: their lease ended with the
+    window at the latest (held by someone still checking in or gone silent alike). A job in
+    progress stays with its holder, who completes it, late; a job whose window lasts is left."""
     open_job = make_job(api)
-    holder, quitter = worker("late-but-there"), worker("gone-silent")
-    held = walk_to(api, "assigned", holder=holder)
+    present, quitter = worker("checking-in"), worker("gone-silent")
+    held = walk_to(api, "assigned", holder=present)
     abandoned = walk_to(api, "assigned", holder=quitter)
+    working_holder = worker("at-work")
+    working = walk_to(api, "in_progress", holder=working_holder)
     future = make_job(api)
-    for job in (open_job, held, abandoned):
+    for job in (open_job, held, abandoned, working):
         end_window(job["id"])
-    conn.execute("UPDATE jobs SET lease_expires_at = now() WHERE id = %s", (abandoned["id"],))
 
     swept = sweep_now()
-    assert (swept["expired_jobs"], swept["reopened"]) == (2, 0)
+    assert (swept["expired_jobs"], swept["reopened"]) == (3, 0)
     status = {row["id"]: row["status"] for row in conn.execute("SELECT id::text, status FROM jobs")}
-    assert status[open_job["id"]] == status[abandoned["id"]] == "expired"
-    assert (status[held["id"]], status[future["id"]]) == ("assigned", "open")
-    events = api.call("GET", f"/jobs/{abandoned['id']}/events", BUSINESS).body["events"]
-    assert (events[-1]["type"], events[-1]["actor"]) == ("job.expired", "system:lease-sweeper")
-    assert events[-1]["data"]["assignee_id"] is None
+    assert status[open_job["id"]] == status[held["id"]] == status[abandoned["id"]] == "expired"
+    assert (status[working["id"]], status[future["id"]]) == ("in_progress", "open")
+    for job in (held, abandoned):
+        events = api.call("GET", f"/jobs/{job['id']}/events", BUSINESS).body["events"]
+        assert (events[-1]["type"], events[-1]["actor"]) == ("job.expired", "system:lease-sweeper")
+        assert events[-1]["data"]["assignee_id"] is None
+        assert "job.reopened" not in {e["type"] for e in events}
 
-    # The silent holder is fenced off, and nobody can take the job.
+    # Each holder is fenced off, and nobody can take the job.
     silent = api.call(
         "POST",
         f"/jobs/{abandoned['id']}/transitions",
@@ -150,12 +181,10 @@ def test_the_sweeper_expires_what_nobody_holds_and_leaves_holders_be(
     assert (silent.status, silent.code) == (409, "VERSION_CONFLICT")
     taker = worker("eager")
     make_worker(api, taker)
-    assert api.call("POST", f"/jobs/{abandoned['id']}/accept", taker, {}).code == (
-        "JOB_UNAVAILABLE"
-    )
-    # The holder still present works the job, late: the business may cancel if it must.
-    started = step(api, api.call("GET", f"/jobs/{held['id']}", OPS).body, holder, "start")
-    assert started["status"] == "in_progress"
+    assert api.call("POST", f"/jobs/{held['id']}/accept", taker, {}).code == "JOB_UNAVAILABLE"
+    # The work in progress finishes, late.
+    finished = attach(api, working, working_holder, "after")
+    assert step(api, finished, working_holder, "complete")["status"] == "completed"
     assert sweep_now()["expired_jobs"] == 0  # nothing twice
 
 

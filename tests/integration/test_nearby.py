@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dispatch import db
 from dispatch.db import Connection
 from dispatch.jobs import commands, queries
-from dispatch.jobs.models import CreateJob
+from dispatch.jobs.models import CreateJob, Location
 from dispatch_local.wire import traced
 from tests.support import EARTH_M, Api, destination, job_body, make_worker, walk_to, worker
 
@@ -29,9 +29,11 @@ def haversine(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
 
 
 def job_at(conn: Connection, lat: float, lng: float, skills: list[str] | None = None) -> str:
-    spec = CreateJob.model_validate(
-        {**job_body(), "location": {"lat": lat, "lng": lng}, "skills": skills or []}
-    )
+    """A job at any latitude. POST /jobs takes only those where worker positions can be (within
+    85.05 degrees, tests/integration/test_service_area.py), but nearby search must be right
+    for every row, polar ones included (posted before that rule, or by hand)."""
+    spec = CreateJob.model_validate({**job_body(), "skills": skills or []})
+    spec.location = Location.model_construct(lat=lat, lng=lng)
     return str(commands.create_job(conn, "business-1", spec).id)
 
 

@@ -102,3 +102,68 @@ def test_the_sweeper_reports_reopened_leases_and_the_relay_its_events_and_lag(
     assert metric_values(records, "EventsRelayed") == [[0.0]]
     (lag,) = metric_values(records, "RelayLagSeconds")
     assert lag == [0.0]
+
+
+def test_a_wave_without_redis_says_why_counts_it_and_an_alarm_watches(
+    api: Api,
+    queues: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    log_lines: io.StringIO,
+) -> None:
+    """Found from outside: with Redis down, offer waves failed in silence (their messages
+    waited for redelivery, and nothing said why)."""
+    import boto3
+    from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+    from dispatch.config import settings
+    from dispatch.offers.models import WaveRequest
+    from dispatch.workers import locations
+    from dispatch_local.gateway import sqs_record
+    from dispatch_local.template import load_template
+    from tests.support import consumer_of
+
+    job = make_job(api)
+    sqs = boto3.client("sqs")
+    request = WaveRequest(job_id=job["id"], version=1, wave=1)
+    sqs.send_message(QueueUrl=queues["offers"], MessageBody=request.model_dump_json())
+    (message,) = sqs.receive_message(QueueUrl=queues["offers"], AttributeNames=["All"])["Messages"]
+    arn = sqs.get_queue_attributes(QueueUrl=queues["offers"], AttributeNames=["QueueArn"])
+    event = {"Records": [sqs_record(message, arn["Attributes"]["QueueArn"])]}
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens there
+    settings.cache_clear()
+    locations.client.cache_clear()
+    capfd.readouterr()
+    try:
+        # Every message of the batch failed: the invocation fails (Lambda's Errors metric),
+        # and the queue delivers them again after the visibility timeout.
+        with pytest.raises(BatchProcessingError, match="All records failed"):
+            consumer_of("OfferQueue")(event)
+    finally:
+        monkeypatch.undo()
+        settings.cache_clear()
+        locations.client.cache_clear()
+    logs = [json.loads(line) for line in log_lines.getvalue().splitlines()]
+    (said,) = [r for r in logs if str(r.get("message", "")).startswith("offer wave failed")]
+    assert "Redis" in said["message"] and said["level"] == "WARNING"
+    assert (said["job_id"], said["version"], said["wave"]) == (job["id"], 1, 1)
+    assert said["message_id"] == message["MessageId"]
+    (returned,) = [
+        r for r in logs if r.get("message") == "message failed; it goes back to the queue"
+    ]
+    assert "CacheUnavailable" in returned["exception"]
+    records = emitted(capfd)
+    assert metric_values(records, "OfferWavesWithoutPositions") == [[1.0]]
+    assert metric_values(records, "MessagesFailed") == [[1.0]]
+
+    # The alarm that watches it, and says why it fires.
+    resources = load_template()["Resources"]
+    (alarm,) = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        and r["Properties"].get("MetricName") == "OfferWavesWithoutPositions"
+    ]
+    assert alarm["Namespace"] == "Dispatch"
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "dispatch"}]
+    assert "Redis" in alarm["AlarmDescription"]

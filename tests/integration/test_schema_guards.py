@@ -43,6 +43,11 @@ def refused(conn: Connection, sql: str, params: dict[str, Any], constraint: str)
             "jobs_lease_iff_assigned",
         ),
         ("window_end = window_start", "jobs_window_ordered"),
+        ("window_end = '10000-01-01 00:00:00+00'", "jobs_window_in_rfc3339"),
+        (
+            "window_start = '0001-01-01 00:00:00+00'::timestamptz - interval '1 s'",
+            "jobs_window_in_rfc3339",
+        ),
         ("lat = 90.5", "jobs_lat_range"),
         ("lng = -181", "jobs_lng_range"),
         ("skills = '{wash,NULL}'", "jobs_skills_no_nulls"),
@@ -235,3 +240,54 @@ def test_job_ids_are_uuid_version_7_in_creation_order(conn: Connection) -> None:
     ids = [conn.execute(JOB).fetchone()["id"] for _ in range(5)]  # type: ignore[index]
     assert all(i.version == 7 for i in ids)
     assert ids == sorted(ids)
+
+
+def test_a_lease_never_outlives_the_window(conn: Connection, job_id: Any) -> None:
+    beyond = """UPDATE jobs SET status = 'assigned', assignee_id = 'w-1',
+                                lease_expires_at = window_end + interval '1 second'
+                 WHERE id = %(id)s"""
+    refused(conn, beyond, {"id": job_id}, "jobs_lease_within_window")
+    conn.execute(beyond.replace("+ interval '1 second'", ""), {"id": job_id})  # up to its end
+
+
+def test_nobody_takes_renews_or_starts_a_job_once_its_window_ended(conn: Connection) -> None:
+    ended = conn.execute(
+        """INSERT INTO jobs (business_id, lat, lng, window_start, window_end)
+           VALUES ('b-1', 1, 1, now() - interval '2 hours', now() - interval '1 hour')
+           RETURNING id"""
+    ).fetchone()
+    assert ended is not None
+    take = """UPDATE jobs SET status = 'assigned', assignee_id = 'w-1',
+                              lease_expires_at = window_end WHERE id = %(id)s"""
+    refused(conn, take, ended, "jobs_held_only_within_the_window")
+
+    # Held within the window, with the before photo; then its hours go by (the clock).
+    held = conn.execute(JOB).fetchone()
+    assert held is not None
+    photo = conn.execute(
+        "INSERT INTO photos (owner_id, s3_key, content_type) VALUES ('w-1', 'k', 'image/jpeg') "
+        "RETURNING id"
+    ).fetchone()
+    assert photo is not None
+    conn.execute(take, held)
+    conn.execute(
+        "UPDATE jobs SET before_photo_id = %(photo)s WHERE id = %(id)s",
+        {"id": held["id"], "photo": photo["id"]},
+    )
+    conn.execute(
+        """UPDATE jobs SET window_start = now() - interval '2 hours',
+                           window_end = now() - interval '1 second',
+                           lease_expires_at = now() - interval '10 minutes'
+            WHERE id = %(id)s""",
+        held,
+    )
+    renew = "UPDATE jobs SET lease_expires_at = window_end WHERE id = %(id)s"
+    refused(conn, renew, held, "jobs_held_only_within_the_window")
+    start = "UPDATE jobs SET status = 'in_progress', lease_expires_at = NULL WHERE id = %(id)s"
+    refused(conn, start, held, "jobs_held_only_within_the_window")
+    # What stays possible: the sweeper's expiry.
+    conn.execute(
+        "UPDATE jobs SET status = 'expired', assignee_id = NULL, before_photo_id = NULL,"
+        " lease_expires_at = NULL WHERE id = %(id)s",
+        held,
+    )

@@ -13,16 +13,12 @@ from dispatch.jobs.rules import (
     rating_refusal,
     transition_refusal,
 )
+from dispatch.jobs.sql import ACCEPT_CONDITIONS
 
 OPEN = {
     "status": "open",
-    "version": 3,
     "assignee_id": None,
-    "lease_expired": False,
-    "window_ended": False,
-    "has_skills": True,
-    "rated_enough": True,
-    "worker_busy": False,
+    **dict.fromkeys(ACCEPT_CONDITIONS, True),
 }
 
 
@@ -30,32 +26,66 @@ def job(**changes: Any) -> dict[str, Any]:
     return {**OPEN, **changes}
 
 
+TAKEN = {"status": "assigned", "assignee_id": "w-2", "claimable": False}
+
+
 @pytest.mark.parametrize(
-    ("facts", "version", "code"),
+    ("facts", "code"),
     [
-        (None, None, Code.NOT_FOUND),
-        (job(status="completed"), None, Code.JOB_UNAVAILABLE),
-        (job(status="cancelled", has_skills=False), 1, Code.JOB_UNAVAILABLE),  # first cause
-        (job(status="assigned", assignee_id="w-2"), None, Code.JOB_TAKEN),
-        (job(status="in_progress", assignee_id="w-2"), 3, Code.JOB_TAKEN),
-        (job(status="assigned", assignee_id="me"), None, Code.WORKER_BUSY),  # tapped again
-        (job(status="assigned", assignee_id="w-2", lease_expired=True), 2, Code.VERSION_CONFLICT),
-        (job(), 2, Code.VERSION_CONFLICT),
-        (job(has_skills=False), 3, Code.SKILLS_MISSING),
-        (job(has_skills=False, worker_busy=True), None, Code.SKILLS_MISSING),
-        (job(worker_busy=True), None, Code.WORKER_BUSY),
-        (job(status="expired"), None, Code.JOB_UNAVAILABLE),
-        (job(window_ended=True), None, Code.JOB_UNAVAILABLE),  # before the sweeper expired it
-        (job(window_ended=True, has_skills=False), None, Code.JOB_UNAVAILABLE),
-        (job(status="assigned", assignee_id="w-2", window_ended=True), None, Code.JOB_TAKEN),
-        (job(rated_enough=False), None, Code.RATING_TOO_LOW),
-        (job(rated_enough=False, has_skills=False), None, Code.SKILLS_MISSING),
-        (job(rated_enough=False, worker_busy=True), None, Code.RATING_TOO_LOW),
-        (job(), None, Code.JOB_TAKEN),  # claimable again: someone won and gave it back
+        (None, Code.NOT_FOUND),
+        (job(status="completed", claimable=False), Code.JOB_UNAVAILABLE),
+        (job(status="cancelled", claimable=False, has_skills=False), Code.JOB_UNAVAILABLE),
+        (job(**TAKEN), Code.JOB_TAKEN),
+        (job(**{**TAKEN, "status": "in_progress", "at_version": False}), Code.JOB_TAKEN),
+        (job(**{**TAKEN, "assignee_id": "me"}), Code.WORKER_BUSY),  # tapped again
+        (job(status="assigned", assignee_id="w-2", at_version=False), Code.VERSION_CONFLICT),
+        (job(at_version=False), Code.VERSION_CONFLICT),
+        (job(has_skills=False), Code.SKILLS_MISSING),
+        (job(has_skills=False, worker_free=False), Code.SKILLS_MISSING),
+        (job(worker_free=False), Code.WORKER_BUSY),
+        (job(status="expired", claimable=False), Code.JOB_UNAVAILABLE),
+        (job(window_open=False), Code.JOB_UNAVAILABLE),  # before the sweeper expired it
+        (job(window_open=False, has_skills=False), Code.JOB_UNAVAILABLE),
+        (job(**TAKEN, window_open=False), Code.JOB_TAKEN),
+        (job(rated_enough=False), Code.RATING_TOO_LOW),
+        (job(rated_enough=None), Code.RATING_TOO_LOW),  # no rating at all: SQL's NULL
+        (job(rated_enough=False, has_skills=False), Code.SKILLS_MISSING),
+        (job(rated_enough=False, worker_free=False), Code.RATING_TOO_LOW),
+        (job(), Code.JOB_TAKEN),  # claimable again: someone won and gave it back
     ],
 )
-def test_accept_refusals(facts: dict[str, Any] | None, version: int | None, code: Code) -> None:
-    assert accept_refusal(facts, "me", version) is code
+def test_accept_refusals(facts: dict[str, Any] | None, code: Code) -> None:
+    assert accept_refusal(facts, "me") is code
+
+
+def test_every_condition_of_an_accept_has_its_refusal() -> None:
+    """The accept's conditions are written once (sql.ACCEPT_CONDITIONS: the WHERE clause and
+    the failure read are made from them); each one that fails alone gets a refusal of its
+    own, so a condition added there without one here fails this test."""
+
+    def failing_alone(name: str) -> dict[str, Any]:
+        held = {"status": "assigned"} if name == "claimable" else {}
+        return job(**{name: False}, **held, assignee_id="w-2")
+
+    alone = {name: accept_refusal(failing_alone(name), "me") for name in ACCEPT_CONDITIONS}
+    assert alone == {
+        "claimable": Code.JOB_TAKEN,
+        "window_open": Code.JOB_UNAVAILABLE,
+        "at_version": Code.VERSION_CONFLICT,
+        "has_skills": Code.SKILLS_MISSING,
+        "rated_enough": Code.RATING_TOO_LOW,
+        "worker_free": Code.WORKER_BUSY,
+    }
+
+    read: set[str] = set()
+
+    class Recorded(dict[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            read.add(key)
+            return super().__getitem__(key)
+
+    accept_refusal(Recorded(job()), "me")
+    assert set(ACCEPT_CONDITIONS) <= read, "the rules read every condition"
 
 
 HELD = {
@@ -68,6 +98,7 @@ HELD = {
     "acted": True,
     "photo_owner": "me",
     "rating": None,
+    "window_ended": False,
 }
 
 
@@ -89,6 +120,18 @@ def held(**changes: Any) -> dict[str, Any]:
         (held(), "biz", TransitionEvent.CANCEL, 4, Code.VERSION_CONFLICT),  # raced
         (held(), "other-biz", TransitionEvent.CANCEL, 4, Code.NOT_FOUND),
         (held(status="completed"), "biz", TransitionEvent.CANCEL, 4, Code.ILLEGAL_TRANSITION),
+        # Once the window ended: no renewing the lease, too late to start; the rest goes on.
+        (held(window_ended=True), "me", TransitionEvent.CHECK_IN, 4, Code.JOB_UNAVAILABLE),
+        (held(window_ended=True), "me", TransitionEvent.START, 4, Code.JOB_UNAVAILABLE),
+        (held(window_ended=True), "me", TransitionEvent.CHECK_IN, 3, Code.VERSION_CONFLICT),
+        (held(window_ended=True), "me", TransitionEvent.RELEASE, 4, Code.VERSION_CONFLICT),
+        (
+            held(status="in_progress", window_ended=True),
+            "me",
+            TransitionEvent.COMPLETE,
+            4,
+            Code.AFTER_PHOTO_REQUIRED,
+        ),
     ],
 )
 def test_transition_refusals(

@@ -8,7 +8,6 @@ Idempotency-Key). Every error, whoever raises it, leaves in the contract's error
 """
 
 import base64
-import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -22,9 +21,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from dispatch import db, idempotency, snapshots  # noqa: F401  (SnapStart hooks, registered)
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
+from dispatch.entrypoints import lambda_entrypoint
 from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body
-from dispatch.models import Resource
-from dispatch.observability import logger, metrics
+from dispatch.http import body
+from dispatch.models import Resource, to_json
+from dispatch.observability import logger
 from dispatch.outbox import relay
 
 JSON = "application/json"
@@ -38,7 +39,7 @@ def error_response(
     return Response(
         status_code=DispatchError(code).status,
         content_type=JSON,
-        body=json.dumps(error_body(code, request_id, details)),
+        body=to_json(error_body(code, request_id, details)),
     )
 
 
@@ -49,7 +50,11 @@ def route_key(method: str, rule: str) -> str:
 
 class DispatchResolver(APIGatewayHttpResolver):
     def __init__(self) -> None:
-        super().__init__(enable_validation=True)
+        # Bodies are read within limits a hostile body cannot break (dispatch.http.body).
+        # Answers are written in the one form (dispatch.models.to_json).
+        super().__init__(
+            enable_validation=True, json_body_deserializer=body.parse, serializer=to_json
+        )
         self._access: dict[str, frozenset[Role] | None] = {}
         self._unstored: set[str] = set()  # state changes whose answers are never stored
         self.exception_handler(DispatchError)(self._on_dispatch_error)
@@ -230,14 +235,7 @@ class DispatchResolver(APIGatewayHttpResolver):
         replayed = self._replay()
         if replayed is not None:
             return replayed
-        details = [
-            {
-                "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body")
-                or "body",
-                "problem": item.get("msg", "is not valid"),
-            }
-            for item in error.errors()
-        ]
+        details = [_detail(item) for item in error.errors()]
         return error_response(Code.VALIDATION_FAILED, self.request_id, details)
 
     def _on_database_unavailable(self, error: psycopg.OperationalError) -> Response[Any]:
@@ -254,6 +252,17 @@ class DispatchResolver(APIGatewayHttpResolver):
 
     def _on_no_route(self, _: Exception) -> Response[Any]:
         return error_response(Code.NOT_FOUND, self.request_id)
+
+
+def _detail(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One validation error as the contract's details name it: the field, the problem."""
+    loc = item.get("loc", ())
+    if item.get("type") == "json_invalid":  # loc is ("body", the character it failed at)
+        where = f", at character {loc[-1]}" if len(loc) > 1 else ""
+        reason = (item.get("ctx") or {}).get("error", "does not parse")
+        return {"field": "body", "problem": f"is not JSON: {reason}{where}"}
+    field = ".".join(str(part) for part in loc if part != "body")
+    return {"field": field or "body", "problem": item.get("msg", "is not valid")}
 
 
 def raw_body(event: Mapping[str, Any]) -> str:
@@ -275,21 +284,12 @@ def _lambda_error(
     return {
         "statusCode": DispatchError(code).status,
         "headers": {"Content-Type": JSON},
-        "body": json.dumps(error_body(code, request_id, details)),
+        "body": to_json(error_body(code, request_id, details)),
         "isBase64Encoded": False,
     }
 
 
 def entrypoint(app: DispatchResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
-    """The Lambda handler of an API function: logs correlated by request id, metrics flushed.
-    Settings are read here, at import (cold start): a bad environment fails the init."""
-    settings()
-
-    @logger.inject_lambda_context(
-        correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
-    )
-    @metrics.log_metrics
-    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        return app.resolve(event, context)
-
-    return lambda_handler
+    """The Lambda handler of an API function (`dispatch.entrypoints`: settings at cold start,
+    metrics flushed), its logs correlated by the API Gateway request id."""
+    return lambda_entrypoint(app.resolve, correlation_paths.API_GATEWAY_HTTP)

@@ -75,7 +75,7 @@ def accept_job(
         raise
     if row is None:
         facts = conn.execute(sql.ACCEPT_FAILURE_FACTS, params).fetchone()
-        raise DispatchError(rules.accept_refusal(facts, worker_id, version))
+        raise DispatchError(rules.accept_refusal(facts, worker_id))
     return Job.from_document(row["document"], row["answer"])
 
 
@@ -98,6 +98,7 @@ def transition(
         "actor_kind": move.actor.value,
         "actor": caller.id,
         "needs": move.needs.value if move.needs else None,
+        "within_window": move.within_window,
         "photo_id": None,
         "lease_seconds": settings().lease_seconds,
         "event_type": move.event_type,

@@ -23,12 +23,20 @@ class Transition:
     actor: Actor
     event_type: JobEventType
     needs: Photo | None = None
+    # Only while the job's window lasts (after it: 409 JOB_UNAVAILABLE). A holder renews the
+    # lease and starts the work within the window; a lease never outlives it.
+    within_window: bool = False
 
 
 MACHINE: dict[TransitionEvent, Transition] = {
-    # Extends the lease; allowed until someone else holds the job (the version fences that).
+    # Extends the lease (to the window's end at most); allowed until someone else holds the job
+    # (the version fences that) and while the window lasts.
     TransitionEvent.CHECK_IN: Transition(
-        frozenset({JobStatus.ASSIGNED}), JobStatus.ASSIGNED, Actor.ASSIGNEE, JobEventType.CHECKED_IN
+        frozenset({JobStatus.ASSIGNED}),
+        JobStatus.ASSIGNED,
+        Actor.ASSIGNEE,
+        JobEventType.CHECKED_IN,
+        within_window=True,
     ),
     TransitionEvent.RELEASE: Transition(
         frozenset({JobStatus.ASSIGNED}), JobStatus.OPEN, Actor.ASSIGNEE, JobEventType.RELEASED
@@ -39,6 +47,7 @@ MACHINE: dict[TransitionEvent, Transition] = {
         Actor.ASSIGNEE,
         JobEventType.STARTED,
         Photo.BEFORE,
+        within_window=True,
     ),
     TransitionEvent.COMPLETE: Transition(
         frozenset({JobStatus.IN_PROGRESS}),

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, model_validator
 
+from dispatch.events import Event
 from dispatch.models import Document, Resource, Strict
 
 
@@ -25,8 +26,12 @@ class JobStatus(StrEnum):
     EXPIRED = "expired"  # the window ended before anyone held it
 
 
+# A worker holds the job (one at a time: jobs_one_live_job_per_worker).
 LIVE_STATUSES = frozenset({JobStatus.ASSIGNED, JobStatus.IN_PROGRESS})
+# Nothing moves the job any more.
 FINISHED_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.CANCELLED, JobStatus.EXPIRED})
+# A worker is assigned: holding the job or having done it (jobs_assignee_iff_taken).
+TAKEN_STATUSES = LIVE_STATUSES | {JobStatus.COMPLETED}
 
 
 class JobEventType(StrEnum):
@@ -71,14 +76,44 @@ Skill = Annotated[
 Skills = Annotated[list[Skill], Field(max_length=32), AfterValidator(_distinct)]
 
 
+# Redis GEO indexes latitudes within +-85.05112878 (its Web Mercator square) and refuses the
+# rest: no worker can report a position beyond it, so no job is posted there either (nobody
+# could ever be offered it). Reads and searches take any latitude.
+GEO_MAX_LAT = 85.05112878
+
+
+def _signless_zero(value: float) -> float:
+    """-0.0 is 0.0: a JSON reader loses the sign of "-0" (an int), so a job stored at -0.0
+    would read back as 0 and no longer match the answer that posted it, byte for byte."""
+    return value + 0.0
+
+
+Coordinate = AfterValidator(_signless_zero)
+
+
 class Location(Strict):
-    lat: float = Field(ge=-90, le=90, strict=True)
-    lng: float = Field(ge=-180, le=180, strict=True)
+    """Where a job is posted: within the latitudes worker positions can have."""
+
+    lat: Annotated[float, Field(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT, strict=True), Coordinate]
+    lng: Annotated[float, Field(ge=-180, le=180, strict=True), Coordinate]
+
+
+def _in_utc(moment: datetime) -> datetime:
+    """The moment in UTC, where the API writes every time: RFC 3339 has four-digit years, so a
+    time whose UTC year falls outside 1 to 9999 cannot be written back (9999-12-31T23:59:59-23:59
+    is in the year 10000 in UTC: it was stored, then answered 500)."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("must fall within the years 1 to 9999 in UTC") from None
+
+
+Time = Annotated[AwareDatetime, AfterValidator(_in_utc)]
 
 
 class Window(Strict):
-    start: AwareDatetime
-    end: AwareDatetime
+    start: Time
+    end: Time
 
     @model_validator(mode="after")
     def _ordered_and_ahead(self) -> "Window":
@@ -198,3 +233,26 @@ class PhotoUpload(Resource):
     photo_id: UUID
     upload_url: str
     expires_in: int
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+class JobChanged(Event):
+    """A change of the job: `data` is the public Job at `version`, exactly as GET shows it."""
+
+    type: JobEventType
+    data: Job  # type: ignore[assignment]
+
+
+class JobEvents(Resource):
+    """GET /jobs/{job_id}/events: the job's history of changes, in version order."""
+
+    events: list[JobChanged]
+
+    def document(self) -> dict[str, Any]:
+        return {"events": [event.document() for event in self.events]}
+
+
+# Each job event type and the model that describes it (the AsyncAPI document's job messages).
+JOB_EVENT_MODELS: dict[str, type[Event]] = {kind.value: JobChanged for kind in JobEventType}

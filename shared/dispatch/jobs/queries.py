@@ -5,9 +5,8 @@ from uuid import UUID
 from dispatch.auth import Caller, Role
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
-from dispatch.events import JobChanged, JobEvents
 from dispatch.jobs import sql
-from dispatch.jobs.models import Job, NearbyJob, NearbyJobs
+from dispatch.jobs.models import Job, JobChanged, JobEvents, NearbyJob, NearbyJobs
 
 
 def can_view(caller: Caller, job: Job) -> bool:

@@ -10,33 +10,37 @@ from typing import Any
 
 from dispatch.errors import Code
 from dispatch.jobs.lifecycle import Actor, Transition
-from dispatch.jobs.models import FINISHED_STATUSES, LIVE_STATUSES, JobStatus, Photo
+from dispatch.jobs.models import FINISHED_STATUSES, JobStatus, Photo
 
 Facts = Mapping[str, Any]
 Details = list[dict[str, Any]]
 
 
-def accept_refusal(facts: Facts | None, worker_id: str, version: int | None) -> Code:
+def accept_refusal(facts: Facts | None, worker_id: str) -> Code:
+    """The first refusal a person can act on, from the job's state and each of the accept's
+    conditions (`sql.ACCEPT_CONDITIONS`, read by name)."""
     if facts is None:
         return Code.NOT_FOUND
-    status = JobStatus(facts["status"])
-    if status in FINISHED_STATUSES:
+    if JobStatus(facts["status"]) in FINISHED_STATUSES:
         return Code.JOB_UNAVAILABLE
-    if status in LIVE_STATUSES and not facts["lease_expired"]:
+    if not facts["claimable"]:  # held, by a lease still running or work in progress
         # Tapping again on the job you already hold is not "taken by another worker".
         return Code.WORKER_BUSY if facts["assignee_id"] == worker_id else Code.JOB_TAKEN
-    if facts["window_ended"]:
-        return Code.JOB_UNAVAILABLE  # nobody may take it any more, whatever the sweeper did
-    if version is not None and facts["version"] != version:
-        return Code.VERSION_CONFLICT
-    if not facts["has_skills"]:
-        return Code.SKILLS_MISSING
-    if not facts["rated_enough"]:
-        return Code.RATING_TOO_LOW
-    if facts["worker_busy"]:
-        return Code.WORKER_BUSY
+    for condition, refusal in ACCEPT_REFUSALS.items():
+        if not facts[condition]:
+            return refusal
     # Claimable again by now: someone else won and already gave it back. Still a lost race.
     return Code.JOB_TAKEN
+
+
+# The refusal of each other condition of an accept, in the order a person can act on them.
+ACCEPT_REFUSALS: dict[str, Code] = {
+    "window_open": Code.JOB_UNAVAILABLE,  # nobody may take it any more, whatever the sweeper did
+    "at_version": Code.VERSION_CONFLICT,
+    "has_skills": Code.SKILLS_MISSING,
+    "rated_enough": Code.RATING_TOO_LOW,
+    "worker_free": Code.WORKER_BUSY,
+}
 
 
 def transition_refusal(facts: Facts | None, actor: str, version: int, move: Transition) -> Code:
@@ -55,6 +59,8 @@ def transition_refusal(facts: Facts | None, actor: str, version: int, move: Tran
         return Code.ILLEGAL_TRANSITION
     if not holds:
         return Code.VERSION_CONFLICT
+    if move.within_window and facts["window_ended"]:
+        return Code.JOB_UNAVAILABLE  # its time is over: nothing to renew, too late to start
     if move.needs is Photo.BEFORE and facts["before_photo_id"] is None:
         return Code.BEFORE_PHOTO_REQUIRED
     if move.needs is Photo.AFTER and facts["after_photo_id"] is None:

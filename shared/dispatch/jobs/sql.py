@@ -5,6 +5,8 @@ claimers exactly one matches and the rest match zero rows. No SELECT ... FOR UPD
 advisory lock, no retry loop.
 """
 
+from typing import LiteralString
+
 from dispatch.outbox.sql import with_event
 
 # A job is born open at version 1, with its `job.created` event.
@@ -15,49 +17,65 @@ CREATE_JOB = with_event("""
     RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
-# Accept: everything that makes the job claimable is in the WHERE clause.
-# - open, or assigned with a lease that already ran out (correctness never waits for the sweeper)
-# - its window has not ended (nor does correctness wait for the sweeper to expire it)
-# - still at the version the worker saw, when the worker sent one (fencing token)
-# - the worker has every skill of the job, and the rating the job asks for (none: below any)
-# - the worker holds no other live job (under a race, jobs_one_live_job_per_worker decides)
-ACCEPT_JOB = with_event("""
-    UPDATE jobs
+# The job's statuses as sets, each written once for every statement here and in the other
+# packages (tests/integration/test_one_source.py holds them to models.JobStatus, to
+# LIVE_STATUSES, FINISHED_STATUSES and TAKEN_STATUSES, and to the indexes and checks of the
+# migrations).
+LIVE: LiteralString = "('assigned', 'in_progress')"  # a worker holds the job
+FINISHED: LiteralString = "('completed', 'cancelled', 'expired')"  # nothing moves it any more
+UNFINISHED: LiteralString = "('open', 'assigned', 'in_progress')"
+UNTAKEN: LiteralString = "('open', 'cancelled', 'expired')"  # nobody is assigned
+
+# Accept: what must hold for a worker to take a job, each condition named once. The accept's
+# WHERE clause is their conjunction; when it matches nothing, ACCEPT_FAILURE_FACTS reads each
+# of them by name and rules.accept_refusal names the cause (tests/unit/test_rules.py: every
+# condition has its refusal).
+ACCEPT_CONDITIONS: dict[LiteralString, LiteralString] = {
+    # open, or assigned with a lease that already ran out (correctness never waits for the
+    # sweeper)
+    "claimable": "(j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))",
+    # its window has not ended (nor does correctness wait for the sweeper to expire it)
+    "window_open": "j.window_end > now()",
+    # still at the version the worker saw, when the worker sent one (fencing token)
+    "at_version": "(%(version)s::integer IS NULL OR j.version = %(version)s::integer)",
+    # the worker has every skill of the job (no profile: no skills)
+    "has_skills": (
+        "j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{}')"
+    ),
+    # and the rating the job asks for (no rating: below any)
+    "rated_enough": """(j.min_rating IS NULL
+         OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s))""",
+    # the worker holds no other live job (under a race, jobs_one_live_job_per_worker decides)
+    "worker_free": f"""NOT EXISTS (SELECT 1 FROM jobs live
+                     WHERE live.assignee_id = %(worker_id)s
+                       AND live.status IN {LIVE}
+                       AND live.id <> %(job_id)s)""",
+}
+
+_ACCEPT_WHERE: LiteralString = "\n       AND ".join(ACCEPT_CONDITIONS.values())
+_ACCEPT_FACTS: LiteralString = ",\n       ".join(
+    f"{condition} AS {name}" for name, condition in ACCEPT_CONDITIONS.items()
+)
+
+# The claim: the lease runs DISPATCH_LEASE_SECONDS, cut at the window's end (a lease never
+# outlives the window: jobs_lease_within_window).
+ACCEPT_JOB = with_event(f"""
+    UPDATE jobs AS j
        SET status = 'assigned',
            assignee_id = %(worker_id)s,
            before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
-           lease_expires_at = now() + make_interval(secs => %(lease_seconds)s),
+           lease_expires_at = least(now() + make_interval(secs => %(lease_seconds)s), window_end),
            version = version + 1,
            updated_at = now()
-     WHERE id = %(job_id)s
-       AND (status = 'open' OR (status = 'assigned' AND lease_expires_at <= now()))
-       AND window_end > now()
-       AND (%(version)s::integer IS NULL OR version = %(version)s::integer)
-       AND skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{}')
-       AND (min_rating IS NULL
-            OR min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s))
-       AND NOT EXISTS (SELECT 1 FROM jobs live
-                        WHERE live.assignee_id = %(worker_id)s
-                          AND live.status IN ('assigned', 'in_progress')
-                          AND live.id <> %(job_id)s)
-    RETURNING *, dispatch_job_json(jobs) AS document
+     WHERE j.id = %(job_id)s
+       AND {_ACCEPT_WHERE}
+    RETURNING j.*, dispatch_job_json(j) AS document
 """)
 
-# Only on the failure path: one read of everything that can stand in the way of an accept
-# (the job's state, the worker's skills and live job), named by jobs.rules.accept_refusal.
-ACCEPT_FAILURE_FACTS = """
-SELECT j.status, j.version, j.assignee_id,
-       j.status = 'assigned' AND j.lease_expires_at <= now() AS lease_expired,
-       j.window_end <= now() AS window_ended,
-       j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{}')
-           AS has_skills,
-       j.min_rating IS NULL
-           OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s)
-           AS rated_enough,
-       EXISTS (SELECT 1 FROM jobs live
-                WHERE live.assignee_id = %(worker_id)s
-                  AND live.status IN ('assigned', 'in_progress')
-                  AND live.id <> j.id) AS worker_busy
+# Only on the failure path: one read of the job's state and of every condition by name.
+ACCEPT_FAILURE_FACTS: LiteralString = f"""
+SELECT j.status, j.assignee_id,
+       {_ACCEPT_FACTS}
   FROM jobs j WHERE j.id = %(job_id)s
 """
 
@@ -71,17 +89,20 @@ SELECT dispatch_event(e) AS document
 # A transition: one conditional UPDATE keyed on the id, the allowed source statuses, the
 # version the actor holds (the fencing token), the actor, and the photo the target needs.
 # Going back to open or to cancelled clears the assignee, the lease and the before photo
-# (evidence belongs to an assignment); assigned (check-in) renews the lease; any other
-# target ends it. jobs_photo_gate and the photo triggers refuse the same things again.
-TRANSITION_JOB = with_event("""
+# (evidence belongs to an assignment); assigned (check-in) renews the lease, to the window's
+# end at most; any other target ends it. Check-in and start happen only while the window lasts
+# (`within_window`). jobs_photo_gate, the photo triggers and jobs_held_only_within_the_window
+# refuse the same things again.
+TRANSITION_JOB = with_event(f"""
     UPDATE jobs
        SET status = %(target)s,
-           assignee_id = CASE WHEN %(target)s IN ('open', 'cancelled') THEN NULL
+           assignee_id = CASE WHEN %(target)s IN {UNTAKEN} THEN NULL
                               ELSE assignee_id END,
-           before_photo_id = CASE WHEN %(target)s IN ('open', 'cancelled') THEN NULL
+           before_photo_id = CASE WHEN %(target)s IN {UNTAKEN} THEN NULL
                                   ELSE before_photo_id END,
            lease_expires_at = CASE WHEN %(target)s = 'assigned'
-                                   THEN now() + make_interval(secs => %(lease_seconds)s) END,
+                                   THEN least(now() + make_interval(secs => %(lease_seconds)s),
+                                              window_end) END,
            version = version + 1,
            updated_at = now()
      WHERE id = %(job_id)s
@@ -91,6 +112,7 @@ TRANSITION_JOB = with_event("""
                                ELSE business_id = %(actor)s END
        AND (%(needs)s::text IS DISTINCT FROM 'before' OR before_photo_id IS NOT NULL)
        AND (%(needs)s::text IS DISTINCT FROM 'after' OR after_photo_id IS NOT NULL)
+       AND (NOT %(within_window)s OR window_end > now())
     RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
@@ -99,7 +121,7 @@ TRANSITION_JOB = with_event("""
 # moved on; a stranger only ever hears NOT_FOUND); `photo_owner`, whose photo was sent.
 TRANSITION_FAILURE_FACTS = """
 SELECT j.status, j.version, j.assignee_id, j.business_id,
-       j.before_photo_id, j.after_photo_id, j.rating,
+       j.before_photo_id, j.after_photo_id, j.rating, j.window_end <= now() AS window_ended,
        EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.actor = %(actor)s) AS acted,
        (SELECT p.owner_id FROM photos p WHERE p.id = %(photo_id)s::uuid) AS photo_owner
   FROM jobs j WHERE j.id = %(job_id)s
@@ -146,7 +168,8 @@ rated AS (
        SET ratings = workers.ratings + 1, stars = workers.stars + excluded.stars,
            updated_at = now()
 )""",
-    answer="jsonb_build_object('job_id', id, 'worker_id', assignee_id, 'stars', rating)",
+    answer="""(SELECT row_to_json(rated)
+                 FROM (SELECT id AS job_id, assignee_id AS worker_id, rating AS stars) rated)""",
 )
 
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping
@@ -174,9 +197,12 @@ REOPEN_EXPIRED = with_event("""
     RETURNING j.*, dispatch_job_json(j) AS document
 """)
 
-# Windows that ended: an open job, or an assigned one whose lease ran out, can no longer be
-# taken; the sweeper makes that visible as `expired` (jobs_expired_only_after_the_window),
-# with its job.expired event for the business. A holder whose lease still runs keeps the job.
+# Windows that ended: an open job can no longer be taken, nor can an assigned one go on (its
+# lease ended with the window at the latest, and check-in and start are over); the sweeper
+# makes that visible as `expired` (jobs_expired_only_after_the_window), with one job.expired
+# event, never a job.reopened (reopening would offer a job nobody may take). The lease test
+# is implied by the window's (jobs_lease_within_window) and lets the planner use
+# jobs_lease_expiry.
 EXPIRE_ENDED = with_event("""
     UPDATE jobs j
        SET status = 'expired',

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from dispatch.events import Event
 from dispatch.jobs.models import JobSummary
 from dispatch.models import Document, Resource, Strict
 
@@ -70,3 +71,27 @@ class DeclineJob(Strict):
 class Declined(Resource):
     job_id: UUID
     declined: Literal[True] = True
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+class OfferCreated(Event):
+    """A worker was offered the job; `version` is the job's version that opened the round."""
+
+    type: Literal[OfferEventType.CREATED]
+    data: OfferCreatedData  # type: ignore[assignment]
+
+
+class JobUnfilled(Event):
+    """Every wave passed and nobody took the job in that round."""
+
+    type: Literal[OfferEventType.UNFILLED]
+    data: JobUnfilledData  # type: ignore[assignment]
+
+
+# Each offer event type and the model that describes it (the AsyncAPI document's offer messages).
+OFFER_EVENT_MODELS: dict[str, type[Event]] = {
+    OfferEventType.CREATED.value: OfferCreated,
+    OfferEventType.UNFILLED.value: JobUnfilled,
+}

@@ -2,6 +2,8 @@
 
 from typing import LiteralString
 
+from dispatch.jobs.sql import LIVE
+
 # The job, if it is still open in this round.
 OPEN_JOB: LiteralString = """
 SELECT dispatch_job_json(j) AS document FROM jobs j
@@ -26,7 +28,7 @@ RETURNING wave
 # Qualified: every skill, the rating the job asks for (none: below any), no live job, never
 # offered or declined this job. Not offered again in the new round: whoever held the job just
 # before it opened (whose lease ran out, or who released it), read from the previous event.
-MAKE_OFFERS: LiteralString = """
+MAKE_OFFERS: LiteralString = f"""
 WITH candidate AS (
     SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[])
         AS c(worker_id, distance_m)
@@ -34,14 +36,14 @@ WITH candidate AS (
     SELECT c.worker_id, c.distance_m
       FROM candidate c
       LEFT JOIN workers w ON w.id = c.worker_id
-     WHERE coalesce(w.skills, '{}') @> %(skills)s::text[]
+     WHERE coalesce(w.skills, '{{}}') @> %(skills)s::text[]
        AND (%(min_rating)s::numeric IS NULL OR w.rating >= %(min_rating)s::numeric)
        AND c.worker_id IS DISTINCT FROM
            (SELECT e.data ->> 'assignee_id' FROM job_events e
              WHERE e.job_id = %(job_id)s AND e.version = %(version)s - 1)
        AND NOT EXISTS (SELECT 1 FROM jobs live
                         WHERE live.assignee_id = c.worker_id
-                          AND live.status IN ('assigned', 'in_progress'))
+                          AND live.status IN {LIVE})
        AND NOT EXISTS (SELECT 1 FROM job_offers o
                         WHERE o.job_id = %(job_id)s AND o.worker_id = c.worker_id)
        AND NOT EXISTS (SELECT 1 FROM job_declines d
@@ -86,14 +88,16 @@ UPDATE offer_events SET published_at = now() WHERE id = ANY(%(ids)s)
 # -- a worker's side ---------------------------------------------------------------------------
 
 # The caller's offers whose job is still open in that round (and still takeable: its window
-# has not ended, the worker did not decline it), newest first, as offer.created carried them.
+# has not ended, the worker did not decline it), newest first, as offer.created carried them,
+# written in the model's field order (models.Offer).
 OFFERS_OF_WORKER: LiteralString = """
-SELECT jsonb_build_object('job', dispatch_job_summary(j),
-                          'distance_m', round(o.distance_m::numeric, 1),
-                          'wave', o.wave,
-                          'offered_at', dispatch_time(o.created_at)) AS document
+SELECT row_to_json(offer) AS document
   FROM job_offers o
   JOIN jobs j ON j.id = o.job_id
+ CROSS JOIN LATERAL (SELECT dispatch_job_summary_json(j) AS job,
+                            round(o.distance_m::numeric, 1) AS distance_m,
+                            o.wave,
+                            dispatch_time(o.created_at) AS offered_at) offer
  WHERE o.worker_id = %(worker_id)s
    AND j.status = 'open' AND j.version = o.job_version AND j.window_end > now()
    AND NOT EXISTS (SELECT 1 FROM job_declines d

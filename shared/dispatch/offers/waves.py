@@ -22,6 +22,7 @@ from uuid import UUID
 from dispatch import aws, db
 from dispatch.config import settings
 from dispatch.db import Connection
+from dispatch.errors import CacheUnavailable
 from dispatch.events import Event
 from dispatch.jobs.models import JobEventType
 from dispatch.observability import count, logger
@@ -106,10 +107,7 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
     job = conn.execute(OPEN_JOB, params).fetchone()
     if job is None:  # taken (or cancelled) since the round began: the round is over
         return WaveReport(0, publish_pending(conn, request.job_id, put), scheduled=False)
-    where = job["document"]["location"]
-    near = locations.fresh_nearby(
-        where["lat"], where["lng"], wave.radius_m, settings().offer_candidate_limit
-    )
+    near = _positions_near(job["document"]["location"], wave.radius_m, request)
     offered = 0
     with conn.transaction():
         job = conn.execute(LOCK_OPEN_JOB, params).fetchone()
@@ -142,6 +140,27 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
         extra={**request.model_dump(mode="json"), "offered": offered, "open": job is not None},
     )
     return WaveReport(offered, published, scheduled=job is not None)
+
+
+def _positions_near(
+    where: dict[str, float], radius_m: int, request: WaveRequest
+) -> list[tuple[str, float]]:
+    """The fresh positions a wave may offer to. Redis out of reach fails the wave before it
+    writes anything, and says so: the message goes back to the queue and runs again after the
+    visibility timeout (then, after five receives, to the dead-letter queue), so a silent
+    failure would leave jobs unoffered for minutes with nothing to tell why."""
+    try:
+        return locations.fresh_nearby(
+            where["lat"], where["lng"], radius_m, settings().offer_candidate_limit
+        )
+    except CacheUnavailable as error:
+        count("OfferWavesWithoutPositions")
+        logger.warning(
+            "offer wave failed: worker positions (Redis) unreachable; it runs again when the "
+            "queue delivers it next",
+            extra={**request.model_dump(mode="json"), "error": str(error)},
+        )
+        raise
 
 
 def _final_check(conn: Connection, request: WaveRequest, waves: int, put: PutAll) -> WaveReport:

@@ -7,7 +7,7 @@ from typing import Any
 
 from dispatch.db import Connection
 from dispatch.events import Event
-from dispatch.jobs.models import Job, JobLocation, JobStatus
+from dispatch.jobs.models import FINISHED_STATUSES, Job, JobLocation, JobStatus
 from dispatch.ops import sql
 from dispatch.ops.models import (
     Box,
@@ -21,7 +21,8 @@ from dispatch.ops.models import (
 from dispatch.outbox import relay
 from dispatch.workers import locations
 
-LIVE = [JobStatus.OPEN, JobStatus.ASSIGNED, JobStatus.IN_PROGRESS]
+# What /ops/jobs lists by default: every job not finished (open, assigned, in progress).
+LIVE = [status for status in JobStatus if status not in FINISHED_STATUSES]
 
 
 def jobs_in(conn: Connection, box: Box, statuses: list[JobStatus], limit: int) -> OpsJobs:

@@ -2,16 +2,15 @@
 
 from typing import LiteralString
 
-LIVE = "('open', 'assigned', 'in_progress')"
-FINISHED = "('completed', 'cancelled', 'expired')"
+from dispatch.jobs.sql import FINISHED, LIVE, UNFINISHED
 
-# Jobs in the box, oldest first: the live ones (jobs_live_by_place), and those that finished
+# Jobs in the box, oldest first: the unfinished ones (jobs_live_by_place), and those that finished
 # in the last hour (jobs_recently_finished); each branch's first condition lets the planner
 # use its partial index.
 JOBS_IN_BOX: LiteralString = f"""
 SELECT document FROM (
     SELECT dispatch_job_json(j) AS document, j.created_at FROM jobs j
-     WHERE j.status IN {LIVE} AND j.status = ANY(%(statuses)s)
+     WHERE j.status IN {UNFINISHED} AND j.status = ANY(%(statuses)s)
        AND j.lat BETWEEN %(min_lat)s AND %(max_lat)s
        AND j.lng BETWEEN %(min_lng)s AND %(max_lng)s
     UNION ALL
@@ -26,9 +25,9 @@ LIMIT %(limit)s
 """
 
 # Which of these workers hold a live job (through jobs_one_live_job_per_worker).
-BUSY_WORKERS: LiteralString = """
+BUSY_WORKERS: LiteralString = f"""
 SELECT assignee_id FROM jobs
- WHERE assignee_id = ANY(%(ids)s) AND status IN ('assigned', 'in_progress')
+ WHERE assignee_id = ANY(%(ids)s) AND status IN {LIVE}
 """
 
 

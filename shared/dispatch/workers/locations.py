@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from dispatch.config import settings
 from dispatch.errors import CacheUnavailable
+from dispatch.jobs.models import GEO_MAX_LAT
 from dispatch.observability import logger
-from dispatch.workers.models import GEO_MAX_LAT, WorkerPosition
+from dispatch.workers.models import WorkerPosition
 
 if TYPE_CHECKING:
     import redis

@@ -2,12 +2,8 @@
 
 from pydantic import Field
 
-from dispatch.jobs.models import Skills
+from dispatch.jobs.models import GEO_MAX_LAT, Skills
 from dispatch.models import Resource, Strict
-
-# Redis GEO indexes latitudes within +-85.05112878 (its Web Mercator square) and refuses the
-# rest; a worker cannot report a position beyond it, and a job there has nobody near.
-GEO_MAX_LAT = 85.05112878
 
 
 class WorkerProfileUpdate(Strict):

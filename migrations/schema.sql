@@ -1,0 +1,1192 @@
+-- The current schema of the Dispatch database: GENERATED, do not edit.
+-- Written by `make schema` from migrations/NNNN_*.sql (applied in order to an empty
+-- database, then printed by pg_dump 18.4); tests/integration/test_schema_file.py fails
+-- when it is stale. To change the schema, add a migration, then run `make schema`.
+--
+-- PostgreSQL database dump
+--
+
+
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET transaction_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: dispatch_event_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_event_document AS (
+	id uuid,
+	job_id uuid,
+	type text,
+	version integer,
+	actor text,
+	occurred_at text,
+	data json
+);
+
+
+--
+-- Name: dispatch_location; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_location AS (
+	lat double precision,
+	lng double precision
+);
+
+
+--
+-- Name: dispatch_window; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_window AS (
+	start text,
+	"end" text
+);
+
+
+--
+-- Name: dispatch_job_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_job_document AS (
+	id uuid,
+	status text,
+	version integer,
+	business_id text,
+	assignee_id text,
+	location public.dispatch_location,
+	skills text[],
+	"window" public.dispatch_window,
+	min_rating double precision,
+	lease_expires_at text,
+	before_photo_id uuid,
+	after_photo_id uuid,
+	rating smallint,
+	created_at text,
+	updated_at text
+);
+
+
+--
+-- Name: dispatch_job_summary_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_job_summary_document AS (
+	id uuid,
+	version integer,
+	location public.dispatch_location,
+	skills text[],
+	"window" public.dispatch_window,
+	min_rating double precision
+);
+
+
+--
+-- Name: dispatch_job_unfilled_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_job_unfilled_document AS (
+	waves integer,
+	offered integer
+);
+
+
+--
+-- Name: dispatch_offer_created_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_offer_created_document AS (
+	worker_id text,
+	distance_m numeric,
+	wave integer,
+	radius_m integer,
+	job public.dispatch_job_summary_document
+);
+
+
+--
+-- Name: dispatch_cap(double precision, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_cap(lat double precision, lng double precision, reach_m double precision) RETURNS box[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+  margin constant double precision := 1e-9;
+  phi constant double precision := radians(round(lat * 1e9) / 1e9);
+  lambda constant double precision := radians(round(lng * 1e9) / 1e9);
+  angle constant double precision := greatest(reach_m, 1e-3) / 6371008.8 + margin;
+  south constant double precision := asinh(tan(greatest(phi - angle, -pi() / 2)));
+  north constant double precision := asinh(tan(least(phi + angle, pi() / 2)));
+  half_width double precision;
+  west double precision;
+  east double precision;
+BEGIN
+  IF phi + angle >= pi() / 2 OR phi - angle <= -pi() / 2 THEN
+    RETURN ARRAY[box(point(-pi(), CASE WHEN phi - angle <= -pi() / 2 THEN -1e3 ELSE south END),
+                     point(pi(), CASE WHEN phi + angle >= pi() / 2 THEN 1e3 ELSE north END))];
+  END IF;
+  half_width := asin(least(1, sin(angle) / cos(phi))) + margin;
+  west := lambda - half_width;
+  east := lambda + half_width;
+  IF west < -pi() THEN
+    RETURN ARRAY[box(point(-pi(), south), point(east, north)),
+                 box(point(west + 2 * pi(), south), point(pi(), north))];
+  ELSIF east > pi() THEN
+    RETURN ARRAY[box(point(west, south), point(pi(), north)),
+                 box(point(-pi(), south), point(east - 2 * pi(), north))];
+  END IF;
+  RETURN ARRAY[box(point(west, south), point(east, north))];
+END
+$$;
+
+
+--
+-- Name: dispatch_distance_m(double precision, double precision, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_distance_m(lat1 double precision, lng1 double precision, lat2 double precision, lng2 double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  -- One expression, no FROM and not STRICT (least and greatest are not strict), so that
+  -- the planner inlines it into the nearby query instead of calling it per row.
+  SELECT 2 * 6371008.8 * asin(least(1, sqrt(greatest(0,
+           (1 - cos(radians(round(lat2 * 1e9) / 1e9 - round(lat1 * 1e9) / 1e9))) / 2
+           + cos(radians(round(lat1 * 1e9) / 1e9)) * cos(radians(round(lat2 * 1e9) / 1e9))
+             * (1 - cos(radians(round(lng2 * 1e9) / 1e9 - round(lng1 * 1e9) / 1e9))) / 2))))
+$$;
+
+
+--
+-- Name: dispatch_uuid7(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_uuid7() RETURNS uuid
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+  SELECT encode(
+           int8send((floor(ms)::bigint << 16) | x'7000'::int | floor((ms - floor(ms)) * 4096)::int)
+           || substring(uuid_send(gen_random_uuid()) FROM 9),
+           'hex')::uuid
+    FROM (SELECT extract(epoch FROM clock_timestamp()) * 1000 AS ms) AS now_ms
+$$;
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: job_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_events (
+    id uuid DEFAULT public.dispatch_uuid7() NOT NULL,
+    job_id uuid NOT NULL,
+    type text NOT NULL,
+    version integer NOT NULL,
+    actor text NOT NULL,
+    occurred_at timestamp with time zone DEFAULT now() NOT NULL,
+    data jsonb DEFAULT '{}'::jsonb NOT NULL,
+    published_at timestamp with time zone,
+    relay_claimed_until timestamp with time zone,
+    tx xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    relayed_at timestamp with time zone,
+    CONSTRAINT job_events_type_valid CHECK ((type = ANY (ARRAY['job.created'::text, 'job.assigned'::text, 'job.checked_in'::text, 'job.released'::text, 'job.reopened'::text, 'job.started'::text, 'job.completed'::text, 'job.cancelled'::text, 'job.photo_attached'::text, 'job.expired'::text, 'job.rated'::text]))),
+    CONSTRAINT job_events_version_positive CHECK ((version > 0))
+);
+
+
+--
+-- Name: COLUMN job_events.published_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.job_events.published_at IS 'when the publisher put the event on the bus';
+
+
+--
+-- Name: COLUMN job_events.relayed_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.job_events.relayed_at IS 'last send to the outbox queue; not a delivery';
+
+
+--
+-- Name: dispatch_event(public.job_events); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_event(e public.job_events) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT row_to_json(ROW(
+    e.id, e.job_id, e.type, e.version, e.actor, dispatch_time(e.occurred_at),
+    row_to_json(jsonb_populate_record(NULL::dispatch_job_document, e.data))
+  )::dispatch_event_document)
+$$;
+
+
+--
+-- Name: offer_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.offer_events (
+    id uuid DEFAULT public.dispatch_uuid7() NOT NULL,
+    job_id uuid NOT NULL,
+    type text NOT NULL,
+    version integer NOT NULL,
+    actor text DEFAULT 'system'::text NOT NULL,
+    occurred_at timestamp with time zone DEFAULT now() NOT NULL,
+    data jsonb DEFAULT '{}'::jsonb NOT NULL,
+    published_at timestamp with time zone,
+    tx xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    CONSTRAINT offer_events_type_valid CHECK ((type = ANY (ARRAY['offer.created'::text, 'job.unfilled'::text]))),
+    CONSTRAINT offer_events_version_positive CHECK ((version > 0))
+);
+
+
+--
+-- Name: dispatch_event(public.offer_events); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_event(e public.offer_events) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT row_to_json(ROW(
+    e.id, e.job_id, e.type, e.version, e.actor, dispatch_time(e.occurred_at),
+    CASE e.type
+      WHEN 'offer.created'
+        THEN row_to_json(jsonb_populate_record(NULL::dispatch_offer_created_document, e.data))
+      WHEN 'job.unfilled'
+        THEN row_to_json(jsonb_populate_record(NULL::dispatch_job_unfilled_document, e.data))
+    END
+  )::dispatch_event_document)
+$$;
+
+
+--
+-- Name: dispatch_mercator(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_mercator(lat double precision, lng double precision) RETURNS point
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT point(radians(round(lng * 1e9) / 1e9), asinh(tan(radians(round(lat * 1e9) / 1e9))))
+$$;
+
+
+--
+-- Name: jobs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.jobs (
+    id uuid DEFAULT public.dispatch_uuid7() NOT NULL,
+    business_id text NOT NULL,
+    status text DEFAULT 'open'::text NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    assignee_id text,
+    lat double precision NOT NULL,
+    lng double precision NOT NULL,
+    skills text[] DEFAULT '{}'::text[] NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    window_end timestamp with time zone NOT NULL,
+    lease_expires_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    before_photo_id uuid,
+    after_photo_id uuid,
+    min_rating numeric(3,2),
+    rating smallint,
+    mercator point GENERATED ALWAYS AS (public.dispatch_mercator(lat, lng)) STORED,
+    CONSTRAINT jobs_assignee_iff_taken CHECK (((status = ANY (ARRAY['assigned'::text, 'in_progress'::text, 'completed'::text])) = (assignee_id IS NOT NULL))),
+    CONSTRAINT jobs_lat_range CHECK (((lat >= ('-90'::integer)::double precision) AND (lat <= (90)::double precision))),
+    CONSTRAINT jobs_lease_iff_assigned CHECK (((status = 'assigned'::text) = (lease_expires_at IS NOT NULL))),
+    CONSTRAINT jobs_lease_within_window CHECK ((lease_expires_at <= window_end)),
+    CONSTRAINT jobs_lng_range CHECK (((lng >= ('-180'::integer)::double precision) AND (lng <= (180)::double precision))),
+    CONSTRAINT jobs_min_rating_range CHECK (((min_rating >= (1)::numeric) AND (min_rating <= (5)::numeric))),
+    CONSTRAINT jobs_photo_gate CHECK ((((status <> 'in_progress'::text) OR (before_photo_id IS NOT NULL)) AND ((status <> 'completed'::text) OR ((before_photo_id IS NOT NULL) AND (after_photo_id IS NOT NULL))))),
+    CONSTRAINT jobs_photos_differ CHECK (((before_photo_id IS NULL) OR (before_photo_id IS DISTINCT FROM after_photo_id))),
+    CONSTRAINT jobs_rated_only_when_completed CHECK (((rating IS NULL) OR (status = 'completed'::text))),
+    CONSTRAINT jobs_rating_stars CHECK (((rating >= 1) AND (rating <= 5))),
+    CONSTRAINT jobs_skills_no_nulls CHECK ((array_position(skills, NULL::text) IS NULL)),
+    CONSTRAINT jobs_status_valid CHECK ((status = ANY (ARRAY['open'::text, 'assigned'::text, 'in_progress'::text, 'completed'::text, 'cancelled'::text, 'expired'::text]))),
+    CONSTRAINT jobs_version_positive CHECK ((version > 0)),
+    CONSTRAINT jobs_window_in_rfc3339 CHECK (((window_start >= '0001-01-01 00:00:00+00'::timestamp with time zone) AND (window_end < '10000-01-01 00:00:00+00'::timestamp with time zone))),
+    CONSTRAINT jobs_window_ordered CHECK ((window_start < window_end))
+);
+
+
+--
+-- Name: dispatch_job(public.jobs); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_job(j public.jobs) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT dispatch_job_json(j)::jsonb
+$$;
+
+
+--
+-- Name: dispatch_job_json(public.jobs); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_job_json(j public.jobs) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT row_to_json(ROW(
+    j.id,
+    j.status,
+    j.version,
+    j.business_id,
+    j.assignee_id,
+    ROW(j.lat, j.lng)::dispatch_location,
+    j.skills,
+    ROW(dispatch_time(j.window_start), dispatch_time(j.window_end))::dispatch_window,
+    j.min_rating::float8,
+    dispatch_time(j.lease_expires_at),
+    j.before_photo_id,
+    j.after_photo_id,
+    j.rating,
+    dispatch_time(j.created_at),
+    dispatch_time(j.updated_at))::dispatch_job_document)
+$$;
+
+
+--
+-- Name: dispatch_job_summary(public.jobs); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_job_summary(j public.jobs) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT dispatch_job_summary_json(j)::jsonb
+$$;
+
+
+--
+-- Name: dispatch_job_summary_json(public.jobs); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_job_summary_json(j public.jobs) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT row_to_json(ROW(
+    j.id,
+    j.version,
+    ROW(j.lat, j.lng)::dispatch_location,
+    j.skills,
+    ROW(dispatch_time(j.window_start), dispatch_time(j.window_end))::dispatch_window,
+    j.min_rating::float8)::dispatch_job_summary_document)
+$$;
+
+
+--
+-- Name: dispatch_mercator_floor_m(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_mercator_floor_m(lat double precision, reach_m double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT (1 - 1e-9) * 6371008.8
+         * cos(least(pi() / 2, abs(radians(round(lat * 1e9) / 1e9))
+                               + greatest(reach_m, 1e-3) / 6371008.8))
+$$;
+
+
+--
+-- Name: dispatch_nearby(double precision, double precision, double precision, text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_nearby(at_lat double precision, at_lng double precision, radius_m double precision, worker text, wanted integer) RETURNS TABLE(document json, distance_m double precision)
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET enable_sort TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+DECLARE
+  here constant point := dispatch_mercator(at_lat, at_lng);
+  cap constant box[] := dispatch_cap(at_lat, at_lng, radius_m);
+  floor_m constant double precision := dispatch_mercator_floor_m(at_lat, radius_m);
+  origin point;
+  kept jobs[] := '{}';
+  kept_m double precision[] := '{}';
+  kth_m double precision := 'Infinity';
+  step record;
+BEGIN
+  FOR side IN 1 .. cardinality(cap) LOOP
+    origin := CASE side WHEN 1 THEN here
+                        ELSE point(here[0] - 2 * pi() * sign(here[0]), here[1]) END;
+    FOR step IN
+        SELECT j, dispatch_distance_m(at_lat, at_lng, j.lat, j.lng) AS metres,
+               j.mercator <-> origin AS map_distance
+          FROM jobs j
+         WHERE j.status = 'open'
+           AND j.mercator <@ cap[side]
+           AND j.window_end > now()
+           -- The worker's skills and rating, read once and only once a job is in reach.
+           AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = worker), '{}')
+           AND (j.min_rating IS NULL
+                OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = worker))
+         ORDER BY j.mercator <-> origin
+    LOOP
+      EXIT WHEN step.map_distance * floor_m > least(kth_m, radius_m);
+      CONTINUE WHEN step.metres > radius_m;
+      kept := kept || step.j;
+      kept_m := kept_m || step.metres;
+      IF cardinality(kept_m) = wanted THEN
+        kth_m := (SELECT max(m) FROM unnest(kept_m) m);
+      END IF;
+    END LOOP;
+  END LOOP;
+  IF cardinality(kept) = 0 THEN
+    RETURN;  -- nothing in reach (open country, most often)
+  END IF;
+  RETURN QUERY
+    SELECT dispatch_job_json(k), dispatch_distance_m(at_lat, at_lng, k.lat, k.lng) AS metres
+      FROM unnest(kept) k
+     ORDER BY metres
+     LIMIT wanted;
+END
+$$;
+
+
+--
+-- Name: dispatch_time(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_time(t timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT replace(to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '.000000Z', 'Z')
+$$;
+
+
+--
+-- Name: dispatch_uuid7_floor(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_uuid7_floor(at timestamp with time zone) RETURNS uuid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT encode(int8send((floor(extract(epoch FROM at) * 1000)::bigint << 16) | x'7000'::int)
+                || '\x8000000000000000'::bytea, 'hex')::uuid
+$$;
+
+
+--
+-- Name: job_offers_only_while_open(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.job_offers_only_while_open() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM 1 FROM jobs
+    WHERE id = NEW.job_id AND status = 'open' AND version = NEW.job_version
+    FOR SHARE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'job % is not open at version %', NEW.job_id, NEW.job_version
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'job_offers_only_while_open';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_expired_only_after_the_window(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_expired_only_after_the_window() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NEW.window_end > now() THEN
+        RAISE EXCEPTION 'job % cannot expire: its window ends at %', NEW.id, NEW.window_end
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_expired_only_after_the_window';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_held_only_within_the_window(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_held_only_within_the_window() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NEW.window_end <= now() THEN
+        RAISE EXCEPTION 'job %: its window ended at %; no lease, no start after it',
+                        NEW.id, NEW.window_end
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_held_only_within_the_window';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_photo_owned_by_assignee(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_photo_owned_by_assignee() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF (NEW.before_photo_id IS DISTINCT FROM OLD.before_photo_id AND NEW.before_photo_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM photos p WHERE p.id = NEW.before_photo_id AND p.owner_id = NEW.assignee_id))
+       OR (NEW.after_photo_id IS DISTINCT FROM OLD.after_photo_id AND NEW.after_photo_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM photos p WHERE p.id = NEW.after_photo_id AND p.owner_id = NEW.assignee_id)) THEN
+        RAISE EXCEPTION 'a photo of job % does not belong to its assignee', NEW.id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_photo_owned_by_assignee';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_photo_slots_frozen(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_photo_slots_frozen() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NEW.before_photo_id IS DISTINCT FROM OLD.before_photo_id AND OLD.status <> 'assigned' THEN
+        RAISE EXCEPTION 'the before photo of job % is frozen in status %', OLD.id, OLD.status
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_before_photo_frozen';
+    END IF;
+    IF NEW.after_photo_id IS DISTINCT FROM OLD.after_photo_id AND OLD.status <> 'in_progress' THEN
+        RAISE EXCEPTION 'the after photo of job % is frozen in status %', OLD.id, OLD.status
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_after_photo_frozen';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_rated_once(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_rated_once() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'job % is already rated', OLD.id
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_rated_once';
+END
+$$;
+
+
+--
+-- Name: idempotency_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.idempotency_keys (
+    principal text NOT NULL,
+    key text NOT NULL,
+    fingerprint text NOT NULL,
+    status_code integer,
+    body text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT idempotency_keys_key_format CHECK ((key ~ '^[!-~]{1,255}$'::text)),
+    CONSTRAINT idempotency_keys_status_range CHECK (((status_code >= 200) AND (status_code <= 499)))
+);
+
+
+--
+-- Name: job_declines; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_declines (
+    job_id uuid NOT NULL,
+    worker_id text NOT NULL,
+    declined_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: job_offers; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_offers (
+    id uuid DEFAULT public.dispatch_uuid7() NOT NULL,
+    job_id uuid NOT NULL,
+    worker_id text NOT NULL,
+    job_version integer NOT NULL,
+    wave integer NOT NULL,
+    distance_m double precision NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_offers_distance_nonnegative CHECK ((distance_m >= (0)::double precision)),
+    CONSTRAINT job_offers_wave_positive CHECK ((wave > 0))
+);
+
+
+--
+-- Name: offer_waves; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.offer_waves (
+    job_id uuid NOT NULL,
+    job_version integer NOT NULL,
+    wave integer NOT NULL,
+    ran_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT offer_waves_version_positive CHECK ((job_version > 0)),
+    CONSTRAINT offer_waves_wave_positive CHECK ((wave > 0))
+);
+
+
+--
+-- Name: photos; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.photos (
+    id uuid DEFAULT public.dispatch_uuid7() NOT NULL,
+    owner_id text NOT NULL,
+    s3_key text NOT NULL,
+    content_type text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT photos_content_type_image CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/heic'::text, 'image/webp'::text])))
+);
+
+
+--
+-- Name: schema_migrations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.schema_migrations (
+    version text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: workers; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.workers (
+    id text NOT NULL,
+    skills text[] DEFAULT '{}'::text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    ratings integer DEFAULT 0 NOT NULL,
+    stars integer DEFAULT 0 NOT NULL,
+    rating numeric(3,2) GENERATED ALWAYS AS (
+CASE
+    WHEN (ratings = 0) THEN NULL::numeric
+    ELSE round(((((5)::numeric * 4.0) + (stars)::numeric) / ((5 + ratings))::numeric), 2)
+END) STORED,
+    CONSTRAINT workers_ratings_counted CHECK (((ratings >= 0) AND ((stars >= ratings) AND (stars <= (5 * ratings))))),
+    CONSTRAINT workers_skills_no_nulls CHECK ((array_position(skills, NULL::text) IS NULL))
+);
+
+
+--
+-- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (principal, key);
+
+
+--
+-- Name: job_declines job_declines_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_declines
+    ADD CONSTRAINT job_declines_pkey PRIMARY KEY (job_id, worker_id);
+
+
+--
+-- Name: job_events job_events_one_per_change; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_events
+    ADD CONSTRAINT job_events_one_per_change UNIQUE (job_id, version);
+
+
+--
+-- Name: job_events job_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_events
+    ADD CONSTRAINT job_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: job_offers job_offers_once_per_worker; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_offers
+    ADD CONSTRAINT job_offers_once_per_worker UNIQUE (job_id, worker_id);
+
+
+--
+-- Name: job_offers job_offers_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_offers
+    ADD CONSTRAINT job_offers_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: jobs jobs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: offer_events offer_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_events
+    ADD CONSTRAINT offer_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: offer_waves offer_waves_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_waves
+    ADD CONSTRAINT offer_waves_pkey PRIMARY KEY (job_id, job_version, wave);
+
+
+--
+-- Name: photos photos_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photos
+    ADD CONSTRAINT photos_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: photos photos_s3_key_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.photos
+    ADD CONSTRAINT photos_s3_key_key UNIQUE (s3_key);
+
+
+--
+-- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: workers workers_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.workers
+    ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: idempotency_keys_created_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX idempotency_keys_created_at ON public.idempotency_keys USING btree (created_at);
+
+
+--
+-- Name: job_events_stream; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_events_stream ON public.job_events USING btree (tx, id);
+
+
+--
+-- Name: job_events_unpublished; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_events_unpublished ON public.job_events USING btree (occurred_at) WHERE (published_at IS NULL);
+
+
+--
+-- Name: job_offers_of_worker; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_offers_of_worker ON public.job_offers USING btree (worker_id, created_at DESC);
+
+
+--
+-- Name: jobs_lease_expiry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_lease_expiry ON public.jobs USING btree (lease_expires_at) WHERE (status = 'assigned'::text);
+
+
+--
+-- Name: jobs_live_by_place; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_live_by_place ON public.jobs USING btree (lat, lng) WHERE (status = ANY (ARRAY['open'::text, 'assigned'::text, 'in_progress'::text]));
+
+
+--
+-- Name: jobs_one_live_job_per_worker; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX jobs_one_live_job_per_worker ON public.jobs USING btree (assignee_id) WHERE (status = ANY (ARRAY['assigned'::text, 'in_progress'::text]));
+
+
+--
+-- Name: jobs_open_mercator; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_open_mercator ON public.jobs USING gist (mercator) WHERE (status = 'open'::text);
+
+
+--
+-- Name: jobs_open_window_end; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_open_window_end ON public.jobs USING btree (window_end) WHERE (status = 'open'::text);
+
+
+--
+-- Name: jobs_recently_finished; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_recently_finished ON public.jobs USING btree (updated_at) WHERE (status = ANY (ARRAY['completed'::text, 'cancelled'::text, 'expired'::text]));
+
+
+--
+-- Name: offer_events_one_unfilled_per_round; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX offer_events_one_unfilled_per_round ON public.offer_events USING btree (job_id, version) WHERE (type = 'job.unfilled'::text);
+
+
+--
+-- Name: offer_events_stream; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX offer_events_stream ON public.offer_events USING btree (tx, id);
+
+
+--
+-- Name: offer_events_unpublished; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX offer_events_unpublished ON public.offer_events USING btree (job_id) WHERE (published_at IS NULL);
+
+
+--
+-- Name: job_offers job_offers_only_while_open; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER job_offers_only_while_open BEFORE INSERT ON public.job_offers FOR EACH ROW EXECUTE FUNCTION public.job_offers_only_while_open();
+
+
+--
+-- Name: jobs jobs_expired_only_after_the_window; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_expired_only_after_the_window BEFORE INSERT OR UPDATE OF status ON public.jobs FOR EACH ROW WHEN ((new.status = 'expired'::text)) EXECUTE FUNCTION public.jobs_expired_only_after_the_window();
+
+
+--
+-- Name: jobs jobs_held_only_within_the_window; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_held_only_within_the_window BEFORE UPDATE OF lease_expires_at, status ON public.jobs FOR EACH ROW WHEN (((new.lease_expires_at > old.lease_expires_at) OR ((new.lease_expires_at IS NOT NULL) AND (old.lease_expires_at IS NULL)) OR ((old.status = 'assigned'::text) AND (new.status = 'in_progress'::text)))) EXECUTE FUNCTION public.jobs_held_only_within_the_window();
+
+
+--
+-- Name: jobs jobs_photo_owned_by_assignee; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_photo_owned_by_assignee BEFORE UPDATE ON public.jobs FOR EACH ROW WHEN (((old.before_photo_id IS DISTINCT FROM new.before_photo_id) OR (old.after_photo_id IS DISTINCT FROM new.after_photo_id))) EXECUTE FUNCTION public.jobs_photo_owned_by_assignee();
+
+
+--
+-- Name: jobs jobs_photo_slots_frozen; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_photo_slots_frozen BEFORE UPDATE ON public.jobs FOR EACH ROW WHEN (((old.before_photo_id IS DISTINCT FROM new.before_photo_id) OR (old.after_photo_id IS DISTINCT FROM new.after_photo_id))) EXECUTE FUNCTION public.jobs_photo_slots_frozen();
+
+
+--
+-- Name: jobs jobs_rated_once; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_rated_once BEFORE UPDATE OF rating ON public.jobs FOR EACH ROW WHEN (((old.rating IS NOT NULL) AND (new.rating IS DISTINCT FROM old.rating))) EXECUTE FUNCTION public.jobs_rated_once();
+
+
+--
+-- Name: job_declines job_declines_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_declines
+    ADD CONSTRAINT job_declines_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+
+--
+-- Name: job_events job_events_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_events
+    ADD CONSTRAINT job_events_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+
+--
+-- Name: job_offers job_offers_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_offers
+    ADD CONSTRAINT job_offers_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+
+--
+-- Name: jobs jobs_after_photo_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_after_photo_id_fkey FOREIGN KEY (after_photo_id) REFERENCES public.photos(id);
+
+
+--
+-- Name: jobs jobs_before_photo_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_before_photo_id_fkey FOREIGN KEY (before_photo_id) REFERENCES public.photos(id);
+
+
+--
+-- Name: offer_events offer_events_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_events
+    ADD CONSTRAINT offer_events_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+
+--
+-- Name: offer_waves offer_waves_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_waves
+    ADD CONSTRAINT offer_waves_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+
+--
+-- Name: SCHEMA public; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA public TO dispatch_app;
+
+
+--
+-- Name: TABLE job_events; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.job_events TO dispatch_app;
+
+
+--
+-- Name: COLUMN job_events.published_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(published_at) ON TABLE public.job_events TO dispatch_app;
+
+
+--
+-- Name: COLUMN job_events.relay_claimed_until; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(relay_claimed_until) ON TABLE public.job_events TO dispatch_app;
+
+
+--
+-- Name: COLUMN job_events.relayed_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(relayed_at) ON TABLE public.job_events TO dispatch_app;
+
+
+--
+-- Name: TABLE offer_events; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.offer_events TO dispatch_app;
+
+
+--
+-- Name: COLUMN offer_events.published_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(published_at) ON TABLE public.offer_events TO dispatch_app;
+
+
+--
+-- Name: TABLE jobs; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.status; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(status) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.version; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(version) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.assignee_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(assignee_id) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.lease_expires_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(lease_expires_at) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.updated_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(updated_at) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.before_photo_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(before_photo_id) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.after_photo_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(after_photo_id) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: COLUMN jobs.rating; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(rating) ON TABLE public.jobs TO dispatch_app;
+
+
+--
+-- Name: TABLE idempotency_keys; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.idempotency_keys TO dispatch_app;
+
+
+--
+-- Name: COLUMN idempotency_keys.status_code; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(status_code) ON TABLE public.idempotency_keys TO dispatch_app;
+
+
+--
+-- Name: COLUMN idempotency_keys.body; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(body) ON TABLE public.idempotency_keys TO dispatch_app;
+
+
+--
+-- Name: TABLE job_declines; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.job_declines TO dispatch_app;
+
+
+--
+-- Name: TABLE job_offers; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.job_offers TO dispatch_app;
+
+
+--
+-- Name: TABLE offer_waves; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.offer_waves TO dispatch_app;
+
+
+--
+-- Name: TABLE photos; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.photos TO dispatch_app;
+
+
+--
+-- Name: TABLE workers; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.workers TO dispatch_app;
+
+
+--
+-- Name: COLUMN workers.skills; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(skills) ON TABLE public.workers TO dispatch_app;
+
+
+--
+-- Name: COLUMN workers.updated_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(updated_at) ON TABLE public.workers TO dispatch_app;
+
+
+--
+-- Name: COLUMN workers.ratings; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(ratings) ON TABLE public.workers TO dispatch_app;
+
+
+--
+-- Name: COLUMN workers.stars; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(stars) ON TABLE public.workers TO dispatch_app;
+
+
+--
+-- PostgreSQL database dump complete
+--
