@@ -33,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.http.resolver import IDEMPOTENCY_KEY, STATE_CHANGING
+from dispatch.models import to_json
 from dispatch_local import apidoc, logs, settings_not_needed, tokens
 from dispatch_local import asyncapi as bus_contract
 from dispatch_local.events import LambdaContext, http_api_event, new_request_id
@@ -394,7 +395,7 @@ def _error(
 ) -> tuple[int, list[tuple[str, str]], bytes]:
     """An answer the gateway gives itself (API Gateway's own 401, 404, 413), in the contract's
     error body with the request's own id."""
-    body = json.dumps(error_body(code, request_id, details)).encode()
+    body = to_json(error_body(code, request_id, details)).encode()
     return DispatchError(code).status, [("Content-Type", "application/json")], body
 
 
