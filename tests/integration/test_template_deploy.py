@@ -350,6 +350,11 @@ def test_a_new_layer_publishes_a_new_version_of_every_aliased_function() -> None
 # description, which anyone who may read the function sees. docs/deploy.md says how a
 # change of them reaches the alias.
 SECRET_PARAMETERS = {"ExistingDatabaseUrl", "ExistingDatabaseAppUrl", "ExistingRedisUrl"}
+# Parameters whose settings only the console function reads (it has no alias: it runs the
+# latest version, so a change reaches it at once). A description holds 256 characters, too
+# few for addresses.
+CONSOLE_PARAMETERS = {"ConsoleUrl", "ConsoleBbox", "ConsoleTiles", "JwtIssuer"}
+CONSOLE_SETTINGS = ("console_bbox", "console_tiles", "console_signin_url")
 
 
 def settings_parameters(template: dict[str, Any], function: str) -> set[str]:
@@ -380,19 +385,35 @@ def described(template: dict[str, Any], function: str, **given: str) -> str:
 
 
 def test_a_changed_parameter_publishes_a_new_version() -> None:
-    """LeaseSeconds, ConsoleUrl and the rest reach the functions as settings: a change to any
-    of them must reach the alias too. Every parameter a function's settings come from is in
-    its version's description, but for secrets."""
+    """LeaseSeconds and the rest reach the functions as settings: a change to any of them must
+    reach the alias too. Every parameter an aliased function's settings come from is in its
+    version's description, but for secrets and the console's own."""
     template = generated()
     for function in aliased(template) - {"MigrateFunction"}:
-        needed = settings_parameters(template, function) - SECRET_PARAMETERS
-        assert {"LeaseSeconds", "ConsoleUrl"} <= needed
+        reached = settings_parameters(template, function)
+        needed = reached - SECRET_PARAMETERS - CONSOLE_PARAMETERS
+        assert {"LeaseSeconds", "ConsoleUrl"} <= reached and "LeaseSeconds" in needed
         text = template["Resources"][versions(template)[function]]["Properties"]["Description"]
         assert needed <= set(refs_in(text)), f"{function}: {sorted(needed - set(refs_in(text)))}"
         assert not SECRET_PARAMETERS & set(refs_in(text)), function
         before = described(template, function, **NETWORK)
-        for name, value in (("LeaseSeconds", "900"), ("ConsoleUrl", "https://api.example/console")):
-            assert described(template, function, **{**NETWORK, name: value}) != before, name
+        assert described(template, function, **{**NETWORK, "LeaseSeconds": "900"}) != before
+        assert len(described(template, function, **NETWORK, ExistingRedisIsCluster="false")) < 256
+
+
+def test_the_console_settings_reach_the_console_at_once() -> None:
+    """ConsoleUrl and its kin are read by the console function alone, which runs its latest
+    version (no alias): a change of them needs no new version anywhere."""
+    code = {
+        p: p.read_text() for f in ("shared", "functions") for p in (REPO_ROOT / f).rglob("*.py")
+    }
+    readers = {
+        p.relative_to(REPO_ROOT).parts[:2]
+        for p, text in code.items()
+        if any(s in text for s in CONSOLE_SETTINGS) and p.name != "config.py"
+    }
+    assert readers == {("functions", "console")}, readers
+    assert "ConsoleFunction" not in aliased(generated())
 
 
 # -- 6. alarms that notify ----------------------------------------------------------------------
