@@ -8,6 +8,12 @@ packages standing in for the layer's) and parses the settings, as the runtime's 
 the median of several runs. The floor, measured in the same run the same way: a bare
 Powertools HTTP resolver with validation and one pydantic-typed route, plus psycopg, which is
 what any database-backed API route must import. Aim: every API function at most 1.3x the floor.
+
+    python -m bench.coldstart --tracer-from DIR
+
+measures instead what Powertools' Tracer would add to the floor, with aws-xray-sdk installed in
+DIR (`pip install --target DIR aws-xray-sdk`; it is not a dependency of the project), as Lambda
+runs it (the tracer on): the measurement behind "no X-Ray" (docs/architecture.md).
 """
 
 import argparse
@@ -134,10 +140,39 @@ def report(medians: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+TRACED = FLOOR + "\nfrom aws_lambda_powertools import Tracer\ntracer = Tracer(auto_patch=False)\n"
+
+
+def tracer_cost(runs: int, packages: str) -> str:
+    """The floor with and without Powertools' Tracer (enabled, as in Lambda), interleaved."""
+    work = Path(tempfile.mkdtemp(prefix="coldstart-"))
+    path = [packages, *third_party()]
+    ENVIRONMENT["AWS_LAMBDA_FUNCTION_NAME"] = "AcceptJobFunction"  # Powertools: in Lambda
+    samples: dict[str, list[float]] = {"floor": [], "traced": []}
+    for _ in range(runs):
+        samples["floor"].append(once(path, FLOOR, work))
+        samples["traced"].append(once(path, TRACED, work))
+    shutil.rmtree(work, ignore_errors=True)
+    floor, traced = (statistics.median(samples[k]) for k in ("floor", "traced"))
+    return "\n".join(
+        [
+            "| import | median ms | x floor |",
+            "| --- | ---: | ---: |",
+            f"| floor: Powertools resolver with validation + psycopg | {floor * 1000:.0f} | 1.00 |",
+            f"| floor + Powertools Tracer (aws-xray-sdk) | {traced * 1000:.0f} | "
+            f"{traced / floor:.2f} |",
+        ]
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.coldstart", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--tracer-from", help="a folder with aws-xray-sdk: the Tracer's cost")
     args = parser.parse_args(argv)
+    if args.tracer_from:
+        print(tracer_cost(args.runs, args.tracer_from))
+        return
     medians = measure(args.runs)
     text = report(medians)
     print(text)

@@ -82,7 +82,8 @@ SECTIONS = [
         " (the function's folder, the layer's `python/`) and parses the settings, as Lambda's"
         " init does; medians of interleaved runs. Baseline: the floor of any database-backed"
         " route, a bare Powertools resolver with validation and one typed route plus psycopg."
-        " With SnapStart (the API functions, `template.yaml`) a restored environment skips"
+        " With SnapStart (the six latency-bound API functions, `template.yaml`) a restored"
+        " environment skips"
         " this import altogether.",
     ),
     (

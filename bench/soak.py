@@ -31,7 +31,7 @@ import requests
 from bench.common import bench_database
 from dispatch import db
 from dispatch_local import history as hist
-from dispatch_local import tokens
+from dispatch_local import photos, tokens
 from dispatch_local.stack import start_stack, stop_stack
 
 RESULTS = Path(__file__).parent / "results"
@@ -161,13 +161,8 @@ def attach(client: Client, job: dict[str, Any], slot: str) -> dict[str, Any] | N
     slot_op = client.send("photo", "POST", "/photos", {"content_type": "image/jpeg"})
     if slot_op.outcome != "ok":
         return None
-    upload = requests.put(
-        slot_op.response["upload_url"],
-        data=b"\xff\xd8\xff soak",
-        headers={"Content-Type": "image/jpeg"},
-        timeout=30,
-    )
-    if upload.status_code != 200:
+    upload = photos.upload(slot_op.response, b"\xff\xd8\xff soak", timeout=30)
+    if upload.status_code not in (200, 204):
         return None
     body = {"photo_id": slot_op.response["photo_id"]}
     return client.send("attach", "PUT", f"/jobs/{job['id']}/photos/{slot}", body).job

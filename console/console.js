@@ -30,15 +30,65 @@ const state = {
 };
 
 // -- signing in -----------------------------------------------------------------------------
+// Locally, `dispatch console` prints an address with a token in its fragment (never sent to
+// the server). In AWS, Cognito's hosted page, with the authorization code and PKCE (RFC 7636):
+// the page keeps a secret (the verifier) for the session, sends only its SHA-256 along to the
+// sign-in page, gets a one-time code back in its address, and trades code and verifier for
+// the tokens at the token endpoint. No token ever travels in an address.
 
 function takeToken() {
   const fragment = new URLSearchParams(location.hash.slice(1));
-  const fromLink = fragment.get("token") || fragment.get("id_token");
+  const fromLink = fragment.get("token");
   if (fromLink) {
     sessionStorage.setItem("dispatch-token", fromLink);
     history.replaceState(null, "", location.pathname + location.search);
   }
   return sessionStorage.getItem("dispatch-token");
+}
+
+const base64url = (bytes) =>
+  btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+async function signIn(signinUrl) {
+  const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
+  const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
+  const challenge = base64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  sessionStorage.setItem("dispatch-pkce", JSON.stringify({ verifier, state }));
+  const to = new URL(signinUrl);
+  to.searchParams.set("code_challenge", challenge);
+  to.searchParams.set("code_challenge_method", "S256");
+  to.searchParams.set("state", state);
+  location.assign(to.toString());
+}
+
+// Back from the sign-in page with ?code=&state=: the tokens for the code, or null.
+async function redeemCode(signinUrl) {
+  const query = new URLSearchParams(location.search);
+  const code = query.get("code");
+  if (!code || !signinUrl) return null;
+  const state = query.get("state");
+  query.delete("code");
+  query.delete("state");
+  history.replaceState(null, "", location.pathname + (query.toString() ? `?${query}` : ""));
+  const saved = JSON.parse(sessionStorage.getItem("dispatch-pkce") || "null");
+  sessionStorage.removeItem("dispatch-pkce");
+  if (!saved || saved.state !== state) return null; // not the sign-in this page started
+  const authorize = new URL(signinUrl);
+  const reply = await fetch(new URL("/oauth2/token", authorize), {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      client_id: authorize.searchParams.get("client_id"),
+      redirect_uri: authorize.searchParams.get("redirect_uri"),
+      code,
+      code_verifier: saved.verifier,
+    }),
+  });
+  if (!reply.ok) return null;
+  const token = (await reply.json()).id_token;
+  if (token) sessionStorage.setItem("dispatch-token", token);
+  return token || null;
 }
 
 function notice(text) {
@@ -443,10 +493,12 @@ async function live(config) {
     const where = config.signin_url ? "Sign in" : "Run .venv/bin/dispatch console for a link that signs you in.";
     notice(`This console needs an ops sign-in. ${where}`);
     if (config.signin_url) {
-      const a = document.createElement("a");
-      a.href = config.signin_url;
-      a.textContent = " Sign in with your ops account";
-      $("notice").appendChild(a);
+      const button = document.createElement("button");
+      button.type = "button";
+      button.id = "sign-in";
+      button.textContent = "Sign in with your ops account";
+      button.onclick = () => signIn(config.signin_url);
+      $("notice").append(" ", button);
     }
     $("mode").textContent = "Not signed in";
     render();
@@ -539,8 +591,8 @@ function pan(dx, dy) {
 }
 
 async function start() {
-  state.token = takeToken();
   const config = await (await fetch("/console/config.json")).json();
+  state.token = takeToken() || (await redeemCode(config.signin_url));
   const fromUrl = new URLSearchParams(location.search).get("bbox");
   state.bbox = (fromUrl || config.bbox).split(",").map(Number);
   state.area = [...state.bbox];

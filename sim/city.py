@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import requests
-
+from dispatch_local import photos
 from dispatch_local.events import LambdaContext
 from dispatch_local.gateway import scheduled_event
 from dispatch_local.history import History, Op, outcome_of
@@ -262,10 +261,8 @@ class City:
         slot = self.call("photo", "POST", "/photos", worker.who, {"content_type": "image/jpeg"})
         if slot.status != 201:
             return None
-        uploaded = requests.put(
-            slot.body["upload_url"], data=PHOTO, headers={"Content-Type": "image/jpeg"}, timeout=10
-        )
-        return str(slot.body["photo_id"]) if uploaded.status_code == 200 else None
+        uploaded = photos.upload(slot.body, PHOTO)
+        return str(slot.body["photo_id"]) if uploaded.status_code in (200, 204) else None
 
     # -- what the product tells the city (the bus) -------------------------------------------
 

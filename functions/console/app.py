@@ -21,17 +21,18 @@ TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=u
 SERVED = {p.name: p for p in FILES.iterdir() if p.suffix in TYPES}  # nothing else, ever
 
 
+def origin(url: str | None) -> str:
+    return f" {urlsplit(url).scheme}://{urlsplit(url).netloc}" if url else ""
+
+
 def policy() -> str:
-    """Nothing from another host, but the map tiles when a tile server is configured."""
-    tiles = settings().console_tiles
-    images = (
-        f"'self' data: {urlsplit(tiles).scheme}://{urlsplit(tiles).netloc}"
-        if tiles
-        else "'self' data:"
-    )
+    """Nothing from another host, but the map tiles when a tile server is configured, and the
+    sign-in's token endpoint (the code is traded for the tokens there: PKCE)."""
+    s = settings()
     return (
-        f"default-src 'self'; img-src {images}; style-src 'self'; script-src 'self'; "
-        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+        f"default-src 'self'; img-src 'self' data:{origin(s.console_tiles)}; style-src 'self'; "
+        f"script-src 'self'; connect-src 'self'{origin(s.console_signin_url)}; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
     )
 
 

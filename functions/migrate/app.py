@@ -3,12 +3,18 @@
 Runs on every deploy that changes this function (migrations ship inside it), is idempotent,
 and is safe when two run at once (dispatch.migrations serialises migrators). Migrations run
 with their own timeouts (a short lock wait, retried; a long statement), and CloudFormation is
-always answered before this function's own deadline: the database work is cut off well
-before it, and a timer answers FAILED (and cancels the work) if it still runs, so a slow
-migration fails the deploy in minutes instead of leaving CloudFormation waiting an hour.
+always answered before this function's own deadline: the database cuts the work off well
+before it (the statement timeout, the transaction's own setting), and a timer answers FAILED
+and hangs up if it still runs, so a slow migration fails the deploy in minutes instead of
+leaving CloudFormation waiting an hour. Not a cancel request: RDS Proxy does not pass them on
+(a cancel through it does nothing), so the server-side timeout is what stops the statement;
+hanging up only frees this function, and the transaction, never committed, rolls back.
 """
 
+import contextlib
 import json
+import os
+import socket
 import threading
 import time
 import urllib.request
@@ -63,6 +69,18 @@ class CloudFormationAnswer:
                 logger.exception("could not answer CloudFormation", extra=self.sent)
 
 
+def hang_up(conn: db.Connection) -> None:
+    """End the connection under the thread that waits on it (which then gets an error at
+    once): shut the socket down. Closing the connection from this thread would free libpq's
+    state under the other one."""
+    with contextlib.suppress(OSError, ValueError):
+        duplicate = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            duplicate.shutdown(socket.SHUT_RDWR)
+        finally:
+            duplicate.close()
+
+
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     answer = CloudFormationAnswer(event, context)
@@ -73,7 +91,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         logger.error("migrations still running near the deadline; answering FAILED")
         answer.send("FAILED", "Migrations did not finish before the function's deadline.")
         for conn in working:
-            conn.cancel()  # the transaction rolls back: nothing is half applied
+            hang_up(conn)  # the transaction never commits: nothing is half applied
 
     timer = threading.Timer(max(0.0, left - ANSWER_MARGIN_SECONDS), out_of_time)
     timer.daemon = True

@@ -68,7 +68,9 @@ def create_photo(request: PhotoRequest) -> Response[Any]:
     "PUT",
     "/jobs/<job_id>/photos/<slot>",
     roles={Role.WORKER},
-    responses=answers(200, Job, *KEYED_WRITE, Code.NOT_FOUND, Code.PHOTO_SLOT_CLOSED),
+    responses=answers(
+        200, Job, *KEYED_WRITE, Code.NOT_FOUND, Code.PHOTO_SLOT_CLOSED, Code.PHOTO_NOT_UPLOADED
+    ),
     summary="Attach an uploaded photo (before or after)",
 )
 def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[Any]:

@@ -24,11 +24,12 @@ def free_port() -> int:
 
 
 def start_stack(
-    database_url: str, home: Path, **environment: str
+    database_url: str, home: Path, port: int | None = None, **environment: str
 ) -> tuple[str, subprocess.Popen[bytes]]:
-    """`dispatch dev` on a free port; returns its base URL once /health answers."""
+    """`dispatch dev` on the port (a free one when none is given); returns its base URL once
+    /health answers."""
     os.environ.setdefault("DISPATCH_JWT_SECRET", secrets.token_hex(32))
-    port = free_port()
+    port = port or free_port()
     env = {
         **os.environ,
         # The owner's URL: the stack migrates with it, and its functions sign in as the

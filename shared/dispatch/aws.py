@@ -10,9 +10,22 @@ call AWS. Under SnapStart the snapshot carries it already (dispatch.snapshots).
 from functools import cache
 from typing import Any, Literal
 
+Service = Literal["sqs", "events", "s3", "secretsmanager"]
+
 
 @cache
-def client(service: Literal["sqs", "events", "s3", "secretsmanager"]) -> Any:
-    import boto3
+def client(service: Service) -> Any:
+    return connect(service)
 
+
+def connect(service: Service) -> Any:
+    """A new client. S3's signs with SigV4 at the bucket's regional address: botocore would
+    presign with SigV2 at s3.amazonaws.com, which buckets made since June 2020 refuse and
+    which redirects (breaking the signature) outside us-east-1."""
+    import boto3
+    from botocore.config import Config
+
+    if service == "s3":
+        config = Config(signature_version="s3v4", s3={"addressing_style": "virtual"})
+        return boto3.client(service, config=config)
     return boto3.client(service)

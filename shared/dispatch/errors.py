@@ -18,6 +18,7 @@ class Code(StrEnum):
     ILLEGAL_TRANSITION = "ILLEGAL_TRANSITION"
     WORKER_BUSY = "WORKER_BUSY"
     PHOTO_SLOT_CLOSED = "PHOTO_SLOT_CLOSED"
+    PHOTO_NOT_UPLOADED = "PHOTO_NOT_UPLOADED"
     SKILLS_MISSING = "SKILLS_MISSING"
     RATING_TOO_LOW = "RATING_TOO_LOW"
     ALREADY_RATED = "ALREADY_RATED"
@@ -56,6 +57,9 @@ CATALOGUE: dict[Code, Spec] = {
         409, "You already hold a job. Finish or release it before taking another."
     ),
     Code.PHOTO_SLOT_CLOSED: Spec(409, "This photo slot is not open at this stage of the job."),
+    Code.PHOTO_NOT_UPLOADED: Spec(
+        409, "This photo has not been uploaded yet. Upload it first, then attach it."
+    ),
     Code.SKILLS_MISSING: Spec(403, "This job needs skills your profile does not list yet."),
     Code.RATING_TOO_LOW: Spec(
         403, "This job asks for a higher rating than yours. Other jobs are open to you."

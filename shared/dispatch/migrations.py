@@ -106,7 +106,7 @@ def apply_patiently(
     """`apply` with the migrations' own timeouts (not the API's): a short lock timeout, the
     whole attempt retried with a growing pause when a lock is busy, and a long statement
     timeout, cut to what is left before `deadline` (time.monotonic()). `connected` sees each
-    connection first (the migrate function cancels it when time runs out)."""
+    connection first (the migrate function hangs it up when time runs out)."""
     s = settings()
     for attempt in range(1, s.migration_attempts + 1):
         left_ms = s.migration_statement_timeout_ms

@@ -3,6 +3,7 @@ partition or a server going away, without touching the server itself."""
 
 import contextlib
 import socket
+import struct
 import threading
 from collections.abc import Callable
 
@@ -23,11 +24,16 @@ def upstream_of(host: str, port: int) -> Connect:
     return lambda: socket.create_connection((host, port))
 
 
-class Proxy:
-    """Listens on 127.0.0.1:<port>; forwards to the upstream until cut()."""
+CANCEL_REQUEST = struct.pack("!ii", 16, 80877102)  # Postgres' CancelRequest: length, code
 
-    def __init__(self, upstream: Connect) -> None:
+
+class Proxy:
+    """Listens on 127.0.0.1:<port>; forwards to the upstream until cut(). With
+    `passes_cancels=False` it drops Postgres cancel requests, as RDS Proxy does."""
+
+    def __init__(self, upstream: Connect, passes_cancels: bool = True) -> None:
         self.upstream = upstream
+        self.passes_cancels = passes_cancels
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self.listener.getsockname()[1])
         self.open = threading.Event()
@@ -62,6 +68,9 @@ class Proxy:
             if not self.open.is_set():
                 client.close()
                 continue
+            if not self.passes_cancels and self._is_cancel(client):
+                client.close()
+                continue
             try:
                 server = self.upstream()
             except OSError:
@@ -71,6 +80,18 @@ class Proxy:
                 self.live |= {client, server}
             for a, b in ((client, server), (server, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _is_cancel(client: socket.socket) -> bool:
+        """A cancel request is a connection's whole first message (libpq sends it at once)."""
+        client.settimeout(5)
+        try:
+            first = client.recv(8, socket.MSG_PEEK | socket.MSG_WAITALL)
+        except OSError:
+            return False
+        finally:
+            client.settimeout(None)
+        return first == CANCEL_REQUEST
 
     def _pump(self, source: socket.socket, target: socket.socket) -> None:
         try:

@@ -16,7 +16,7 @@ from dispatch import db
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS, Actor
 from dispatch.jobs.models import JobStatus, Photo, TransitionEvent
 from dispatch.sweeper import sweep
-from tests.support import BUSINESS, Api, Who, job_body, worker
+from tests.support import BUSINESS, Api, Who, job_body, upload_photo, worker
 
 WORKERS = [worker(n) for n in range(3)]
 OWNERS: list[Who] = [BUSINESS, ("business-2", "business")]
@@ -103,10 +103,9 @@ class JobLives(RuleBasedStateMachine):
     @rule(job_id=jobs, who=st.sampled_from(WORKERS), slot=st.sampled_from(list(Photo)))
     def attach(self, job_id: str, who: Who, slot: Photo) -> None:
         job = self.model[job_id]
-        photo = self.api.call("POST", "/photos", who, {"content_type": "image/jpeg"})
-        assert photo.status == 201
+        photo_id = upload_photo(self.api, who)  # uploaded for real: attach looks at it
         reply = self.api.call(
-            "PUT", f"/jobs/{job_id}/photos/{slot.value}", who, {"photo_id": photo.body["photo_id"]}
+            "PUT", f"/jobs/{job_id}/photos/{slot.value}", who, {"photo_id": photo_id}
         )
         wins = job.assignee == who[0] and job.status is PHOTO_SLOT_STATUS[slot]
         assert (reply.status == 200) == wins, (job, who, slot, reply.body)

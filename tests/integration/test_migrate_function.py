@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from dispatch import db
 from dispatch.config import settings
@@ -19,6 +20,7 @@ from dispatch_local import REPO_ROOT
 from dispatch_local.events import LambdaContext
 from dispatch_local.template import Function, handler_of, load_module
 from tests.conftest import create_database, drop_database
+from tests.faults.proxy import Proxy, upstream_of
 
 MIGRATE = Function(
     "MigrateFunction", (REPO_ROOT / "functions" / "migrate").resolve(), "app.lambda_handler"
@@ -170,6 +172,36 @@ def test_the_deadline_timer_answers_failed_and_stops_the_work(
     assert answer["Status"] == "FAILED"
     assert "deadline" in answer["Reason"]
     assert took < 5
+    assert nothing_applied(empty_database)
+
+
+def test_the_deadline_stops_the_work_through_a_proxy_that_drops_cancel_requests(
+    empty_database: str,
+    cloudformation: tuple[str, list[dict[str, Any]]],
+    slow_migrations: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RDS Proxy passes no cancel request on: the function must not count on one. Here the
+    statement's own timeout is set past the deadline (whatever keeps the work going): the
+    timer answers FAILED and hangs up, the function returns before its deadline, and the
+    transaction that never committed leaves nothing behind."""
+    info = conninfo_to_dict(empty_database)
+    proxy = Proxy(upstream_of(info.get("host") or "/tmp", int(info.get("port") or 5432)),
+                  passes_cancels=False)  # fmt: skip
+    monkeypatch.setenv(
+        "DATABASE_URL", make_conninfo(empty_database, host="127.0.0.1", port=proxy.port)
+    )
+    settings.cache_clear()
+    monkeypatch.setattr(load_module(MIGRATE.code_uri, "app"), "WORK_MARGIN_SECONDS", -30.0)
+    monkeypatch.setattr(load_module(MIGRATE.code_uri, "app"), "ANSWER_MARGIN_SECONDS", 3.0)
+    url, answers = cloudformation
+    try:
+        answer, took = run_out_of_time(url, answers, timeout_seconds=6)
+    finally:
+        proxy.close()
+    assert answer["Status"] == "FAILED"
+    assert "deadline" in answer["Reason"]
+    assert took < 6
     assert nothing_applied(empty_database)
 
 

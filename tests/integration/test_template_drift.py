@@ -10,13 +10,13 @@ from dispatch_local.template import load_template
 CALLS = {
     "send_message_batch": "sqs:SendMessage",  # the relay
     ".send_message(": "sqs:SendMessage",  # offer waves
-    '"put_object"': "s3:PutObject",  # the presigned upload acts as the function's role
+    "generate_presigned_post": "s3:PutObject",  # the presigned upload acts as the role
+    "head_object": "s3:GetObject",  # attach looks at the upload
     "put_events": "events:PutEvents",
     "get_secret_value": "secretsmanager:GetSecretValue",  # the migrator: the role's password
 }
 GRANTED_BY = {
     "SQSSendMessagePolicy": {"sqs:SendMessage"},
-    "S3WritePolicy": {"s3:PutObject"},
     "EventBridgePutEventsPolicy": {"events:PutEvents"},
 }
 # Which functions reach which call: writers relay their events after commit, the outbox relay
@@ -26,7 +26,7 @@ GRANTED_BY = {
 NEEDS = {
     "CreateJobFunction": {"sqs:SendMessage"},
     "AcceptJobFunction": {"sqs:SendMessage"},
-    "TransitionFunction": {"sqs:SendMessage", "s3:PutObject"},
+    "TransitionFunction": {"sqs:SendMessage", "s3:PutObject", "s3:GetObject"},
     "OutboxRelayFunction": {"sqs:SendMessage"},
     "OutboxPublisherFunction": {"events:PutEvents", "sqs:SendMessage"},
     "OfferWavesFunction": {"events:PutEvents", "sqs:SendMessage"},
@@ -105,7 +105,8 @@ def test_the_code_makes_no_aws_call_the_table_does_not_know() -> None:
     known = {
         "send_message_batch",
         "send_message",
-        "generate_presigned_url",
+        "generate_presigned_post",
+        "head_object",
         "put_events",
         "get_secret_value",
     }

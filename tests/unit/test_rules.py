@@ -158,6 +158,11 @@ def test_attach_refusals(facts: dict[str, Any] | None, slot: Photo, code: Code) 
     refused, details = attach_refusal(facts, "me", "p-1", slot, slot_status)
     assert refused is code
     assert bool(details) == (code is Code.VALIDATION_FAILED)
+    # An upload that is not right is named only when nothing about the job refuses first.
+    missing = (Code.PHOTO_NOT_UPLOADED, [])
+    with_upload = attach_refusal(facts, "me", "p-1", slot, slot_status, missing)
+    expected = missing[0] if code is Code.VERSION_CONFLICT else code
+    assert with_upload[0] is expected
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
 from dispatch.idempotency import KeyedRequest
-from dispatch.jobs import rules, sql
+from dispatch.jobs import photos, rules, sql
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS
 from dispatch.jobs.models import (
     CreateJob,
@@ -126,11 +126,14 @@ def attach_photo(
         "photo_id": photo_id,
         "event_type": JobEventType.PHOTO_ATTACHED,
     }
-    row = run(conn, sql.ATTACH_PHOTO, key, 200, params)
+    # The upload is looked at first (a HEAD, outside any transaction); when it is not right
+    # the statement is not sent, and the refusal still names the job's own causes first.
+    upload = photos.upload_refusal(conn, worker_id, photo_id)
+    row = None if upload else run(conn, sql.ATTACH_PHOTO, key, 200, params)
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         slot_status = PHOTO_SLOT_STATUS[slot]
-        refusal = rules.attach_refusal(facts, worker_id, photo_id, slot, slot_status)
+        refusal = rules.attach_refusal(facts, worker_id, photo_id, slot, slot_status, upload)
         raise DispatchError(*refusal)
     return Job.from_document(row["document"], row["answer"])
 

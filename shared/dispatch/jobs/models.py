@@ -230,8 +230,12 @@ class JobRating(Document):
 
 
 class PhotoUpload(Resource):
+    """Where to upload: a form POST to `upload_url` with every field of `upload_fields`,
+    then the file as the last field, `file` (S3's presigned POST)."""
+
     photo_id: UUID
     upload_url: str
+    upload_fields: dict[str, str]
     expires_in: int
 
 

@@ -14,6 +14,7 @@ from dispatch.jobs.models import FINISHED_STATUSES, JobStatus, Photo
 
 Facts = Mapping[str, Any]
 Details = list[dict[str, Any]]
+Refusal = tuple[Code, Details]  # a code and the details of its body
 
 
 def accept_refusal(facts: Facts | None, worker_id: str) -> Code:
@@ -69,8 +70,15 @@ def transition_refusal(facts: Facts | None, actor: str, version: int, move: Tran
 
 
 def attach_refusal(
-    facts: Facts | None, actor: str, photo_id: Any, slot: Photo, slot_status: JobStatus
-) -> tuple[Code, Details]:
+    facts: Facts | None,
+    actor: str,
+    photo_id: Any,
+    slot: Photo,
+    slot_status: JobStatus,
+    upload: Refusal | None = None,
+) -> Refusal:
+    """Why an attach changed nothing; `upload` is what is wrong with the upload, if anything
+    (not uploaded yet, not the declared type or size): named after the job's own causes."""
     if facts is None or facts["assignee_id"] != actor:
         return Code.NOT_FOUND, []
     if facts["status"] != slot_status:
@@ -81,6 +89,8 @@ def attach_refusal(
     if other == photo_id:
         problem = "is already the job's other photo; the before and after photos must differ"
         return Code.VALIDATION_FAILED, [{"field": "photo_id", "problem": problem}]
+    if upload is not None:
+        return upload
     return Code.VERSION_CONFLICT, []  # it changed between our update and this read
 
 
