@@ -220,7 +220,7 @@ class Gateway:
         # and schedule, as each Lambda function has its own: a burst of HTTP requests never
         # holds up a sweep or a publish (a shared pool made a 1 s sweep wait behind requests).
         self.background = ProcessPoolExecutor(
-            max_workers=len(self.schedules) + sum(c.concurrency for c in self.consumers),
+            max_workers=len(self.schedules) + sum(pollers(c) for c in self.consumers),
             mp_context=spawn,
             initializer=_environment_started,
             initargs=(readable_logs,),
@@ -287,7 +287,7 @@ class Gateway:
 
         for consumer in self.consumers:
             url, receiving = queue_urls[consumer.queue], threading.Lock()
-            for _ in range(consumer.concurrency):
+            for _ in range(pollers(consumer)):
                 threading.Thread(target=loop, args=(consumer, url, receiving), daemon=True).start()
 
     async def handle(
@@ -318,6 +318,16 @@ class Gateway:
         )  # fmt: skip
         result = await asyncio.wrap_future(self.pool.submit(invoke, route, event))
         return _http_answer(result)
+
+
+# Batches of one queue at once on this machine: the mapping's MaximumConcurrency, at most this
+# many (two cores shared with every other part of the stack gain nothing from more processes;
+# two still hand out batches at once, as the mapping does).
+LOCAL_POLLERS = 2
+
+
+def pollers(consumer: QueueConsumer) -> int:
+    return min(consumer.concurrency, LOCAL_POLLERS)
 
 
 def deliver_batch(
