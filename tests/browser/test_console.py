@@ -196,11 +196,17 @@ def test_the_map_has_a_grid_a_true_scale_and_the_configured_area(visit: Visit, s
 
     outline = page.locator('#area polygon[data-area="configured"]')
     before = outline.bounding_box()
+    assert before is not None
     page.click("#zoom-in")
-    page.wait_for_timeout(600)  # the next render
-    after = outline.bounding_box()
-    assert before is not None and after is not None
-    assert after["width"] > before["width"] * 1.2  # the area, not the view, is outlined
+    # The area, not the view, is outlined: once the map has drawn again, it is larger.
+    page.wait_for_function(
+        """(width) => {
+            const area = document.querySelector('#area polygon[data-area="configured"]');
+            return area !== null && area.getBoundingClientRect().width > width * 1.2;
+        }""",
+        arg=before["width"],
+        timeout=10_000,
+    )
     visit.assert_clean()
 
 
