@@ -67,7 +67,7 @@ def start_stack(
         try:
             if requests.get(f"{url}/health", timeout=2).status_code == 200:
                 return url, process
-        except requests.ConnectionError:
+        except requests.RequestException:  # not listening yet, or too busy starting to answer
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
