@@ -54,8 +54,16 @@ def near_centre(rng: random.Random, km: float = 4) -> dict[str, float]:
 class Client:
     """One person with their own token and connection; every request goes into the history."""
 
-    def __init__(self, base: str, sub: str, role: str, log: hist.History, seed: int) -> None:
-        self.base, self.sub, self.log = base, sub, log
+    def __init__(
+        self,
+        base: str,
+        sub: str,
+        role: str,
+        log: hist.History,
+        seed: int,
+        pause: float = PAUSE_SECONDS,
+    ) -> None:
+        self.base, self.sub, self.log, self.pause = base, sub, log, pause
         self.rng = random.Random(seed)
         self.http = requests.Session()
         self.http.headers["Authorization"] = f"Bearer {tokens.issue(sub, role)}"
@@ -110,7 +118,7 @@ def business(client: Client, stop: threading.Event) -> None:
                     f"/jobs/{job['id']}/transitions",
                     {"event": "cancel", "version": seen.job["version"]},
                 )
-        stop.wait(PAUSE_SECONDS * 5)
+        stop.wait(client.pause * 5)
 
 
 def worker(client: Client, stop: threading.Event) -> None:
@@ -126,7 +134,7 @@ def worker(client: Client, stop: threading.Event) -> None:
         )
         jobs = (found.response or {}).get("jobs", []) if found.outcome == "ok" else []
         if not jobs:
-            stop.wait(PAUSE_SECONDS)
+            stop.wait(client.pause)
             continue
         target = client.rng.choice(jobs)
         won = client.send("accept", "POST", f"/jobs/{target['id']}/accept", {})
@@ -134,7 +142,7 @@ def worker(client: Client, stop: threading.Event) -> None:
             work(client, won.job, stop)
         elif (won.response or {}).get("error", {}).get("code") == "WORKER_BUSY":
             stop.wait(LEASE_SECONDS)  # an abandoned job of ours is still live: wait it out
-        stop.wait(PAUSE_SECONDS)
+        stop.wait(client.pause)
 
 
 def work(client: Client, job: dict[str, Any], stop: threading.Event) -> None:
