@@ -1,0 +1,130 @@
+"""The business chooses: workers apply for a business_choice job (and may withdraw), the
+business lists its applicants and assigns one (exactly one assign wins)."""
+
+from typing import Annotated, Any
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from dispatch import db
+from dispatch.auth import Role
+from dispatch.choice import commands
+from dispatch.choice.models import Applicants, Application, ApplyForJob, AssignJob
+from dispatch.errors import Code
+from dispatch.http.openapi import KEYED_WRITE, READ, answers
+from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.jobs.models import Job
+from dispatch.models import Resource
+from dispatch.observability import logger
+
+app = DispatchResolver()
+NO_NOTE = ApplyForJob()  # an empty body means {}
+
+
+@app.endpoint(
+    "POST",
+    "/jobs/<job_id>/applications",
+    roles={Role.WORKER},
+    responses=answers(
+        201,
+        Application,
+        *KEYED_WRITE,
+        Code.NOT_FOUND,
+        Code.SKILLS_MISSING,
+        Code.RATING_TOO_LOW,
+        Code.JOB_IS_FIRST_COME,
+        Code.JOB_TAKEN,
+        Code.JOB_UNAVAILABLE,
+        Code.BLOCKED_BY_BUSINESS,
+    ),
+    summary="Apply for a job the business chooses for (idempotent per worker and job)",
+)
+def apply(job_id: UUID, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> Response[Any]:
+    worker = app.caller
+    return app.idempotent(
+        lambda conn: commands.apply(conn, job_id, worker.id, request.note),
+        status=201,
+        then=publish(job_id),
+    )
+
+
+@app.endpoint(
+    "DELETE",
+    "/jobs/<job_id>/applications/me",
+    roles={Role.WORKER},
+    stores_answers=False,  # withdrawing twice leaves the same state: nothing to replay
+    responses=answers(
+        204,
+        None,
+        Code.VALIDATION_FAILED,
+        Code.IDEMPOTENCY_KEY_REQUIRED,
+        Code.PAYLOAD_TOO_LARGE,
+        *(c for c in READ if c is not Code.VALIDATION_FAILED),
+        Code.NOT_FOUND,
+        Code.ILLEGAL_TRANSITION,
+    ),
+    summary="Withdraw my application",
+)
+def withdraw(job_id: UUID) -> Response[Any]:
+    worker = app.caller
+    db.run(lambda conn: commands.withdraw(conn, job_id, worker.id))
+    publish(job_id)(None)
+    return Response(204)
+
+
+@app.endpoint(
+    "GET",
+    "/jobs/<job_id>/applications",
+    roles={Role.BUSINESS, Role.OPS},
+    responses=answers(200, Applicants, *READ, Code.NOT_FOUND),
+    summary="A job's applicants, with what the business needs to choose",
+)
+def applicants(job_id: UUID) -> Response[Any]:
+    caller = app.caller
+    return app.answer(db.run(lambda conn: commands.applicants(conn, caller, job_id)))
+
+
+@app.endpoint(
+    "POST",
+    "/jobs/<job_id>/assign",
+    roles={Role.BUSINESS},
+    responses=answers(
+        200,
+        Job,
+        *KEYED_WRITE,
+        Code.NOT_FOUND,
+        Code.APPLICANT_NOT_QUALIFIED,
+        Code.JOB_IS_FIRST_COME,
+        Code.JOB_ALREADY_ASSIGNED,
+        Code.JOB_UNAVAILABLE,
+        Code.VERSION_CONFLICT,
+        Code.NOT_AN_APPLICANT,
+        Code.APPLICANT_BUSY,
+        Code.APPLICANT_BLOCKED,
+    ),
+    summary="Assign one applicant (exactly one assign wins)",
+)
+def assign(job_id: UUID, choice: AssignJob) -> Response[Any]:
+    business = app.caller
+    return app.answered(
+        lambda conn, key: commands.assign(
+            conn, job_id, business.id, choice.worker_id, choice.version, key=key
+        )
+    )
+
+
+def publish(job_id: UUID) -> Any:
+    """After the change commits: its events on the bus now (best effort: the lease sweeper's
+    catch-up puts whatever this could not, dispatch.choice.deadline)."""
+
+    def then(_: Resource | None) -> None:
+        try:
+            db.run(lambda conn: commands.publish_events(conn, job_id))
+        except Exception:
+            logger.warning("application events wait for the catch-up", exc_info=True)
+
+    return then
+
+
+lambda_handler = entrypoint(app)

@@ -1,0 +1,1 @@
+"""The business chooses: applications to a job, the applicants listed, the assign."""

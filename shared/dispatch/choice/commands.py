@@ -1,0 +1,130 @@
+"""Commands of the business's choice: apply, withdraw, assign, and the applicants listed.
+
+Each change is one statement with its event; a change that matched nothing reads why, once
+(`rules`). Application events change nothing on the job: they are stored with the offer
+round's events and published right after the change commits (`publish_events`)."""
+
+from typing import Any
+from uuid import UUID
+
+from psycopg import errors
+
+from dispatch.auth import Caller, Role
+from dispatch.choice import rules, sql
+from dispatch.choice.models import Applicant, Applicants, Application
+from dispatch.config import settings
+from dispatch.db import Connection
+from dispatch.errors import CacheUnavailable, Code, DispatchError
+from dispatch.idempotency import KeyedRequest
+from dispatch.jobs.commands import run
+from dispatch.jobs.models import Job, JobEventType
+from dispatch.offers.waves import publish_pending
+from dispatch.outbox.publisher import put_all_on_bus
+from dispatch.workers import locations
+
+
+def apply(conn: Connection, job_id: UUID, worker_id: str, note: str | None) -> Application:
+    """The worker's standing application (a repeat answers the same one, no second event)."""
+    params = {"job_id": job_id, "worker_id": worker_id, "note": note}
+    try:
+        with conn.transaction():
+            row = conn.execute(sql.APPLY, params).fetchone()
+    except errors.CheckViolation as error:
+        # Assigned or closed between our read of the job and the insert: the trigger decided.
+        if error.diag.constraint_name not in (
+            "job_applications_only_while_choosing",
+            "job_applications_not_from_blocked",
+        ):
+            raise
+        row = None
+    if row is not None and row["allowed"] and row["document"] is None:
+        # A repeat racing its own first: the first committed after this statement began.
+        row = conn.execute(sql.CURRENT_APPLICATION, params).fetchone()
+    if row is None or row["document"] is None:
+        facts = conn.execute(sql.APPLY_FAILURE_FACTS, params).fetchone()
+        raise DispatchError(rules.apply_refusal(facts))
+    return Application.from_document(row["document"])
+
+
+def withdraw(conn: Connection, job_id: UUID, worker_id: str) -> None:
+    """End the worker's application (again: nothing more to do). Never one's own held job."""
+    with conn.transaction():
+        row = conn.execute(sql.WITHDRAW, {"job_id": job_id, "worker_id": worker_id}).fetchone()
+    if row is None or row["holds"] is None or not row["applied"]:
+        raise DispatchError(Code.NOT_FOUND)  # no such job, or never applied for it
+    if row["holds"]:
+        raise DispatchError(Code.ILLEGAL_TRANSITION)  # release the job instead
+
+
+AUTO_PICK = "system:auto-pick"
+
+
+def assign(
+    conn: Connection,
+    job_id: UUID,
+    chooser: str,
+    worker_id: str,
+    version: int | None,
+    business_id: str | None = None,
+    key: KeyedRequest | None = None,
+) -> Job:
+    """Assign an applicant: the business (`chooser` is its id) or the auto-pick (`chooser` is
+    AUTO_PICK, acting for `business_id`, with no version: it chooses on the row as it is)."""
+    params: dict[str, Any] = {
+        "job_id": job_id,
+        "worker_id": worker_id,
+        "business_id": business_id or chooser,
+        "version": version,
+        "lease_seconds": settings().lease_seconds,
+        "event_type": JobEventType.ASSIGNED,
+        "actor": chooser,
+    }
+    try:
+        row = run(conn, sql.ASSIGN_JOB, key, 200, params)
+    except errors.UniqueViolation as error:
+        # The applicant took another job at the same instant: the one-live-job index decided.
+        if error.diag.constraint_name == "jobs_one_live_job_per_worker":
+            raise DispatchError(Code.APPLICANT_BUSY) from error
+        raise
+    except errors.CheckViolation as error:
+        # The applicant withdrew at the same instant: the database's own guard decided.
+        if error.diag.constraint_name == "jobs_choice_goes_to_an_applicant":
+            raise DispatchError(Code.NOT_AN_APPLICANT) from error
+        if error.diag.constraint_name == "jobs_never_to_a_blocked_worker":
+            raise DispatchError(Code.APPLICANT_BLOCKED) from error  # blocked at that instant
+        raise
+    if row is None:
+        facts = conn.execute(sql.ASSIGN_FAILURE_FACTS, params).fetchone()
+        raise DispatchError(*rules.assign_refusal(facts))
+    return Job.from_document(row["document"], row["answer"])
+
+
+def applicants(conn: Connection, caller: Caller, job_id: UUID) -> Applicants:
+    """The job's current applicants, for its owner and ops (anyone else: NOT_FOUND)."""
+    params: dict[str, Any] = {
+        "job_id": job_id,
+        "business_id": caller.id,
+        "ops": caller.has(Role.OPS),
+    }
+    if conn.execute(sql.JOB_FOR_APPLICANTS, params).fetchone() is None:
+        raise DispatchError(Code.NOT_FOUND)
+    ids = [r["worker_id"] for r in conn.execute(sql.APPLICANT_IDS, params)]
+    try:
+        positions = locations.fresh_positions(ids) if ids else {}
+    except CacheUnavailable:
+        positions = {}  # distances are "when known": the list does not wait for Redis
+    rows = conn.execute(
+        sql.APPLICANTS,
+        {
+            **params,
+            "position_ids": list(positions),
+            "lats": [lat for lat, _ in positions.values()],
+            "lngs": [lng for _, lng in positions.values()],
+        },
+    ).fetchall()
+    return Applicants(applications=[Applicant.from_document(row["document"]) for row in rows])
+
+
+def publish_events(conn: Connection, job_id: UUID) -> int:
+    """Put the job's application events (and any offer event still waiting) on the bus."""
+    return publish_pending(conn, job_id, put_all_on_bus)

@@ -1,0 +1,74 @@
+"""The business's deadline to choose, kept by the lease sweeper.
+
+When a business_choice job's `choose_by` passes and nobody holds it: with `auto_pick`, the
+best applicant who can be assigned now is assigned (`sql.BEST_APPLICANT` says what best is),
+through the very assign the business's own goes through (one conditional UPDATE: an assign
+racing it gives one winner); with nobody to pick, or without `auto_pick`, the business hears
+`job.unfilled` with a reason, once per round. The job stays open: the business may still
+assign, workers may still apply, until its window ends.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+from uuid import UUID
+
+from psycopg.rows import DictRow
+
+from dispatch.choice import commands, sql
+from dispatch.db import Connection
+from dispatch.errors import DispatchError
+from dispatch.observability import logger
+from dispatch.outbox import relay
+
+DEADLINE = "system:choice-deadline"
+STALE_EVENTS_S = 30  # an after-commit put had this long before the catch-up takes over
+
+
+@dataclass(frozen=True)
+class DeadlineReport:
+    picked: int
+    unfilled: int
+    published: int
+
+
+def pass_deadlines(conn: Connection, batch_size: int) -> DeadlineReport:
+    picked = unfilled = 0
+    touched: set[UUID] = set()
+    for job in conn.execute(sql.DUE_CHOICES, {"batch_size": batch_size}).fetchall():
+        touched.add(job["id"])
+        if job["auto_pick"]:
+            outcome = _pick(conn, job)
+            picked += outcome == "picked"
+            if outcome != "nobody":
+                continue  # picked, or lost a race: the next pass looks again
+        params = {"job_id": job["id"], "version": job["version"], "actor": DEADLINE}
+        unfilled += len(conn.execute(sql.CHOICE_UNFILLED, params).fetchall())
+    stale = conn.execute(
+        sql.JOBS_WITH_STALE_EVENTS, {"stale_s": STALE_EVENTS_S, "batch_size": batch_size}
+    ).fetchall()
+    touched.update(row["job_id"] for row in stale)
+    published = 0
+    for job_id in touched:
+        try:
+            published += commands.publish_events(conn, job_id)
+        except Exception:  # the bus is out of reach: the next pass tries again
+            logger.warning("offer events wait for the next pass", exc_info=True)
+            break
+    return DeadlineReport(picked, unfilled, published)
+
+
+def _pick(conn: Connection, job: DictRow) -> Literal["picked", "nobody", "lost"]:
+    """Assign the best applicant who can be assigned now. "lost": the assign lost a race (to
+    the business's, or to the applicant's accept elsewhere)."""
+    best = conn.execute(sql.BEST_APPLICANT, {"job_id": job["id"]}).fetchone()
+    if best is None:
+        return "nobody"
+    try:
+        commands.assign(
+            conn, job["id"], commands.AUTO_PICK, best["worker_id"], None, job["business_id"]
+        )
+    except DispatchError as lost:
+        logger.info("auto-pick lost", extra={"job_id": str(job["id"]), "code": lost.code.value})
+        return "lost"
+    relay.after_commit(conn, job["id"])  # its job.assigned, now, as a handler's change is
+    return "picked"

@@ -1,0 +1,275 @@
+"""The SQL of the business's choice, one statement per move, each with the rule it keeps.
+
+The assign is the accept's kind of statement: one conditional UPDATE whose WHERE clause is the
+conjunction of named conditions (the row's lock decides between two assigns, or an assign and
+the auto-pick); when it matches nothing, ASSIGN_FAILURE_FACTS reads each condition by name and
+rules.assign_refusal names the cause. The database refuses the rest whoever writes:
+jobs_choice_goes_to_an_applicant, job_applications_only_while_choosing.
+"""
+
+from typing import LiteralString
+
+from dispatch.jobs.sql import ACCEPT_CONDITIONS, CLAIM_SET, LIVE, NOT_BLOCKED
+from dispatch.outbox.sql import with_event
+
+# A current application of the worker to the job (not withdrawn).
+_APPLIED: LiteralString = """EXISTS (SELECT 1 FROM job_applications a
+                     WHERE a.job_id = j.id AND a.worker_id = %(worker_id)s
+                       AND a.withdrawn_at IS NULL)"""
+
+# What must hold for the business to assign a worker, each condition named once, in the order
+# a person can act on them (rules.ASSIGN_REFUSALS).
+ASSIGN_CONDITIONS: dict[LiteralString, LiteralString] = {
+    "owned": "j.business_id = %(business_id)s",  # a stranger hears NOT_FOUND
+    "choice": "j.assignment = 'business_choice'",
+    # open, or assigned with a lease that already ran out (as for an accept)
+    "claimable": ACCEPT_CONDITIONS["claimable"],
+    "window_open": ACCEPT_CONDITIONS["window_open"],
+    # the version the business chose on (the auto-pick sends none: it chooses on the row)
+    "at_version": ACCEPT_CONDITIONS["at_version"],
+    "applicant": _APPLIED,
+    "not_blocked": NOT_BLOCKED,  # jobs_never_to_a_blocked_worker refuses the rest
+    "has_skills": ACCEPT_CONDITIONS["has_skills"],
+    "rated_enough": ACCEPT_CONDITIONS["rated_enough"],
+    # under a race, jobs_one_live_job_per_worker decides
+    "worker_free": ACCEPT_CONDITIONS["worker_free"],
+}
+
+_ASSIGN_WHERE: LiteralString = "\n       AND ".join(ASSIGN_CONDITIONS.values())
+_ASSIGN_FACTS: LiteralString = ",\n       ".join(
+    f"{condition} AS {name}" for name, condition in ASSIGN_CONDITIONS.items()
+)
+
+# The assign: exactly the accept's claim (status, assignee, lease, version), on other terms.
+# Its job.assigned event names who chose as the actor (the business, or the auto-pick).
+ASSIGN_JOB = with_event(f"""
+    UPDATE jobs AS j{CLAIM_SET}
+     WHERE j.id = %(job_id)s
+       AND {_ASSIGN_WHERE}
+    RETURNING j.*, dispatch_job_json(j) AS document
+""")
+
+ASSIGN_FAILURE_FACTS: LiteralString = f"""
+SELECT j.status, j.assignee_id,
+       {_ASSIGN_FACTS}
+  FROM jobs j WHERE j.id = %(job_id)s
+"""
+
+# -- applications ------------------------------------------------------------------------------
+
+# What must hold for a worker to apply, each named once (rules.APPLY_REFUSALS).
+APPLY_CONDITIONS: dict[LiteralString, LiteralString] = {
+    "not_blocked": NOT_BLOCKED,  # job_applications_not_from_blocked refuses the rest
+    "choice": "j.assignment = 'business_choice'",
+    "open": "j.status = 'open'",
+    "window_open": ACCEPT_CONDITIONS["window_open"],
+    "has_skills": ACCEPT_CONDITIONS["has_skills"],
+    "rated_enough": ACCEPT_CONDITIONS["rated_enough"],
+}
+_APPLY_WHERE: LiteralString = "\n       AND ".join(APPLY_CONDITIONS.values())
+_APPLY_FACTS: LiteralString = ",\n       ".join(
+    f"{condition} AS {name}" for name, condition in APPLY_CONDITIONS.items()
+)
+
+# Apply: one application per worker and job (the primary key), taken up again after a
+# withdrawal; a repeat while it stands changes nothing and answers the standing application,
+# as long as the worker may still apply (blocked since, or the job no longer open: refused).
+# The application and its event commit together.
+APPLY: LiteralString = f"""
+WITH job AS (
+    SELECT j.id, j.version FROM jobs j
+     WHERE j.id = %(job_id)s
+       AND {_APPLY_WHERE}
+), applied AS (
+    INSERT INTO job_applications AS a (job_id, worker_id, note)
+    SELECT id, %(worker_id)s, %(note)s FROM job
+    ON CONFLICT (job_id, worker_id) DO UPDATE
+       SET applied_at = now(), note = excluded.note, withdrawn_at = NULL
+     WHERE a.withdrawn_at IS NOT NULL
+    RETURNING a.job_id, a.worker_id, a.applied_at, dispatch_application_json(a) AS document
+), event AS (
+    INSERT INTO offer_events (job_id, type, version, actor, occurred_at, data)
+    SELECT applied.job_id, 'application.created', job.version, applied.worker_id,
+           applied.applied_at, applied.document::jsonb
+      FROM applied, job
+)
+SELECT EXISTS (SELECT 1 FROM job) AS allowed,
+       CASE WHEN EXISTS (SELECT 1 FROM job) THEN  -- a repeat is answered only while allowed:
+            coalesce((SELECT document FROM applied), (SELECT dispatch_application_json(a)
+                       FROM job_applications a
+                      WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s
+                        AND a.withdrawn_at IS NULL))
+       END AS document  -- an applicant since blocked, or a job since closed, is refused
+"""
+
+# The standing application, read again when a repeat raced its first.
+CURRENT_APPLICATION: LiteralString = """
+SELECT dispatch_application_json(a) AS document FROM job_applications a
+ WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s AND a.withdrawn_at IS NULL
+"""
+
+APPLY_FAILURE_FACTS: LiteralString = f"""
+SELECT j.status,
+       {_APPLY_FACTS}
+  FROM jobs j WHERE j.id = %(job_id)s
+"""
+
+# Withdraw: the worker's standing application ends, with its event. Not by the worker holding
+# the job (they release it instead). FOR SHARE on the job: an assign of this worker that
+# commits first is seen here; one that comes later waits, then finds no application
+# (jobs_choice_goes_to_an_applicant reads the committed state).
+WITHDRAW: LiteralString = """
+WITH job AS (
+    SELECT j.id, j.version, j.assignee_id IS NOT DISTINCT FROM %(worker_id)s AS holds
+      FROM jobs j WHERE j.id = %(job_id)s
+       FOR SHARE
+), withdrawn AS (
+    UPDATE job_applications a
+       SET withdrawn_at = now()
+      FROM job
+     WHERE a.job_id = job.id AND a.worker_id = %(worker_id)s AND a.withdrawn_at IS NULL
+       AND NOT job.holds
+    RETURNING a.job_id, a.worker_id, a.withdrawn_at, job.version,
+              dispatch_application_json(a) AS document
+), event AS (
+    INSERT INTO offer_events (job_id, type, version, actor, occurred_at, data)
+    SELECT job_id, 'application.withdrawn', version, worker_id, withdrawn_at, document::jsonb
+      FROM withdrawn
+)
+SELECT (SELECT holds FROM job) AS holds,
+       EXISTS (SELECT 1 FROM job_applications a
+                WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s) AS applied,
+       (SELECT count(*) FROM withdrawn) AS withdrawn
+"""
+
+# -- the business's view -------------------------------------------------------------------
+
+# The job, when the caller may see its applicants: the owner, or ops.
+JOB_FOR_APPLICANTS: LiteralString = """
+SELECT j.id, j.lat, j.lng FROM jobs j
+ WHERE j.id = %(job_id)s AND (%(ops)s OR j.business_id = %(business_id)s)
+"""
+
+APPLICANT_IDS: LiteralString = """
+SELECT a.worker_id FROM job_applications a
+ WHERE a.job_id = %(job_id)s AND a.withdrawn_at IS NULL
+"""
+
+# Current applicants, earliest first, each with the record the business chooses on: the
+# rating, the distance from the fresh position Redis gave (%(positions)s: none when unknown),
+# completed jobs (jobs_completed_by_worker), jobs given back (job_events_released_by), leases
+# that ran out on them (job_events_reopened: the event before a job.reopened names its holder),
+# and whether they are free and qualified now.
+APPLICANTS: LiteralString = f"""
+SELECT row_to_json(applicant) AS document
+  FROM jobs j
+  JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
+  LEFT JOIN workers w ON w.id = a.worker_id
+  LEFT JOIN rosters blocked ON blocked.business_id = j.business_id
+                           AND blocked.worker_id = a.worker_id AND blocked.list = 'blocked'
+  LEFT JOIN unnest(%(position_ids)s::text[], %(lats)s::float8[], %(lngs)s::float8[])
+         AS p(worker_id, lat, lng) ON p.worker_id = a.worker_id
+ CROSS JOIN LATERAL (
+    SELECT a.worker_id,
+           dispatch_time(a.applied_at) AS applied_at,
+           a.note,
+           w.rating::float8 AS rating,
+           CASE WHEN p.worker_id IS NOT NULL  -- (dispatch_distance_m is not strict)
+                THEN round(dispatch_distance_m(j.lat, j.lng, p.lat, p.lng)::numeric, 1)
+           END AS distance_m,
+           (SELECT count(*) FROM jobs done
+             WHERE done.assignee_id = a.worker_id AND done.status = 'completed')::int
+               AS completed_jobs,
+           (SELECT count(*) FROM job_events r
+             WHERE r.actor = a.worker_id AND r.type = 'job.released')::int AS released,
+           (SELECT count(*) FROM job_events r
+              JOIN job_events before ON before.job_id = r.job_id
+                                    AND before.version = r.version - 1
+             WHERE r.type = 'job.reopened'
+               AND before.data ->> 'assignee_id' = a.worker_id)::int AS vanished,
+           EXISTS (SELECT 1 FROM jobs live
+                    WHERE live.assignee_id = a.worker_id AND live.status IN {LIVE}
+                      AND live.id <> j.id) AS busy,
+           (j.skills <@ coalesce(w.skills, '{{}}')
+            AND (j.min_rating IS NULL OR coalesce(j.min_rating <= w.rating, false)))
+               AS qualified,
+           j.assignee_id IS NOT DISTINCT FROM a.worker_id AS assigned
+ ) applicant
+ WHERE j.id = %(job_id)s
+   AND blocked.worker_id IS NULL  -- a worker the business blocked is not shown
+ ORDER BY a.applied_at, a.worker_id
+"""
+
+# -- the deadline (dispatch.choice.deadline, run by the lease sweeper) -----------------------
+
+# Open choice jobs whose deadline passed, oldest deadline first (jobs_choice_due): every one
+# with auto_pick (an applicant may have become free since the last pass), the others until
+# their round's job.unfilled is written.
+DUE_CHOICES: LiteralString = """
+SELECT j.id, j.version, j.business_id, j.auto_pick
+  FROM jobs j
+ WHERE j.status = 'open' AND j.assignment = 'business_choice'
+   AND j.choose_by <= now() AND j.window_end > now()
+   AND (j.auto_pick
+        OR NOT EXISTS (SELECT 1 FROM offer_events u
+                        WHERE u.job_id = j.id AND u.version = j.version
+                          AND u.type = 'job.unfilled'))
+ ORDER BY j.choose_by
+ LIMIT %(batch_size)s
+"""
+
+# The auto-pick's choice: the best current applicant who can be assigned now (qualified, free).
+# Best = the highest damped rating (an unrated worker counts as the prior every rating starts
+# from, 4.0), then the fewest jobs given back or vanished from, then the earliest application.
+BEST_APPLICANT: LiteralString = f"""
+SELECT a.worker_id
+  FROM jobs j
+  JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
+  JOIN workers w ON w.id = a.worker_id
+ WHERE j.id = %(job_id)s
+   AND j.skills <@ w.skills
+   AND (j.min_rating IS NULL OR j.min_rating <= w.rating)
+   AND NOT EXISTS (SELECT 1 FROM jobs live
+                    WHERE live.assignee_id = a.worker_id AND live.status IN {LIVE})
+   AND NOT EXISTS (SELECT 1 FROM rosters r
+                    WHERE r.business_id = j.business_id AND r.worker_id = a.worker_id
+                      AND r.list = 'blocked')
+ ORDER BY coalesce(w.rating, 4.0) DESC,
+          (SELECT count(*) FROM job_events r
+            WHERE r.actor = a.worker_id AND r.type = 'job.released')
+          + (SELECT count(*) FROM job_events r
+               JOIN job_events before ON before.job_id = r.job_id
+                                     AND before.version = r.version - 1
+              WHERE r.type = 'job.reopened'
+                AND before.data ->> 'assignee_id' = a.worker_id),
+          a.applied_at, a.worker_id
+ LIMIT 1
+"""
+
+# Nobody assigned by the deadline: job.unfilled, once per round, while the job is still open
+# at that version (the business may still assign later; workers may still apply).
+CHOICE_UNFILLED: LiteralString = """
+INSERT INTO offer_events (job_id, type, version, actor, data)
+SELECT j.id, 'job.unfilled', j.version, %(actor)s,
+       jsonb_build_object(
+           'waves', (SELECT count(*) FROM offer_waves w
+                      WHERE w.job_id = j.id AND w.job_version = j.version),
+           'offered', (SELECT count(*) FROM job_offers o
+                        WHERE o.job_id = j.id AND o.job_version = j.version),
+           'reason', CASE WHEN n.applicants = 0 THEN 'no_applicants' ELSE 'not_chosen' END,
+           'applicants', n.applicants)
+  FROM jobs j
+ CROSS JOIN LATERAL (SELECT count(*)::int AS applicants FROM job_applications a
+                      WHERE a.job_id = j.id AND a.withdrawn_at IS NULL) n
+ WHERE j.id = %(job_id)s AND j.status = 'open' AND j.version = %(version)s
+ON CONFLICT (job_id, version) WHERE type = 'job.unfilled' DO NOTHING
+RETURNING id
+"""
+
+# The catch-up: jobs with offer or application events still off the bus a while after they
+# were written (their writer's after-commit put failed or never ran).
+JOBS_WITH_STALE_EVENTS: LiteralString = """
+SELECT DISTINCT job_id FROM offer_events
+ WHERE published_at IS NULL AND occurred_at < now() - make_interval(secs => %(stale_s)s)
+ LIMIT %(batch_size)s
+"""

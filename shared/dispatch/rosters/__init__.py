@@ -1,0 +1,1 @@
+"""A business's rosters: favourites (offered its jobs first) and blocked workers (never)."""
