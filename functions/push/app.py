@@ -1,0 +1,37 @@
+"""The WebSocket API's routes (docs/architecture.md, "Push"), after the $connect authorizer
+(functions/push_authorizer) verified the token: $connect stores who connected (until its
+token expires), $disconnect forgets it, $default takes what a device sends and ignores it
+(push is one way; the device pulls over HTTP).
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from dispatch import db
+from dispatch.entrypoints import lambda_entrypoint
+from dispatch.push import connections, tokens
+
+CONNECT, DISCONNECT = "$connect", "$disconnect"
+
+
+def route(event: dict[str, Any], _: LambdaContext) -> dict[str, Any]:
+    context = event["requestContext"]
+    connection_id = context["connectionId"]
+    if context["routeKey"] == CONNECT:
+        authorizer = context["authorizer"]
+        db.run(
+            lambda conn: connections.connect(
+                conn,
+                connection_id,
+                authorizer["sub"],
+                str(authorizer["roles"]).split(),
+                tokens.from_timestamp(authorizer["expires_at"]),
+            )
+        )
+    elif context["routeKey"] == DISCONNECT:
+        db.run(lambda conn: connections.forget(conn, [connection_id]))
+    return {"statusCode": 200}
+
+
+lambda_handler = lambda_entrypoint(route, correlation_id_path="requestContext.requestId")

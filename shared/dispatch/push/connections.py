@@ -1,0 +1,65 @@
+"""Who is connected: the $connect and $disconnect handlers' work, and the sender's look-ups."""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from dispatch.db import Connection
+from dispatch.events import Event
+from dispatch.jobs.models import JobEventType
+from dispatch.push import sql
+
+
+@dataclass(frozen=True)
+class Recipient:
+    connection_id: str
+    expired: bool
+
+
+def connect(
+    conn: Connection,
+    connection_id: str,
+    caller_id: str,
+    roles: Iterable[str],
+    token_expires_at: datetime,
+) -> None:
+    conn.execute(
+        sql.CONNECT,
+        {
+            "connection_id": connection_id,
+            "caller_id": caller_id,
+            "roles": sorted(roles),
+            "token_expires_at": token_expires_at,
+        },
+    )
+
+
+def forget(conn: Connection, connection_ids: Sequence[str]) -> None:
+    if connection_ids:
+        conn.execute(sql.FORGET, {"connection_ids": list(connection_ids)})
+
+
+def recipients(conn: Connection, event: Event) -> list[Recipient]:
+    """Every connection allowed to hear the event (the contract's "Push")."""
+    workers = [
+        value
+        for value in (event.data.get("worker_id"), event.data.get("assignee_id"))
+        if isinstance(value, str)
+    ]
+    rows = conn.execute(
+        sql.RECIPIENTS,
+        {
+            "workers": workers,
+            "job_event": event.type in JOB_EVENT_TYPES,
+            "job_id": event.job_id,
+            "version": event.version,
+        },
+    ).fetchall()
+    return [Recipient(row["connection_id"], row["expired"]) for row in rows]
+
+
+JOB_EVENT_TYPES = frozenset(t.value for t in JobEventType)
+
+
+def expired(conn: Connection, limit: int = 500) -> list[str]:
+    return [row["connection_id"] for row in conn.execute(sql.EXPIRED, {"limit": limit})]

@@ -1,0 +1,195 @@
+"""Push in two steps (docs/architecture.md, "Push"). The sender, in the VPC beside the
+database, decides who hears an event and puts the deliveries (the message and the connection
+ids) on the delivery queue; the poster, outside the VPC (the management API is a public
+endpoint no VPC endpoint serves), posts them through API Gateway's management API and puts
+the connections it found gone on the gone queue, which the sender takes to forget them.
+Push is a hint: a send that fails is logged and counted, never retried (a retry would repeat
+the event to everyone else; the device pulls what it missed)."""
+
+import contextlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from dispatch import aws, db
+from dispatch.config import settings
+from dispatch.events import Event
+from dispatch.observability import count, logger
+from dispatch.push import connections
+
+
+class Gone(Exception):
+    """The connection is no longer there (API Gateway's 410)."""
+
+
+Post = Callable[[str, bytes], None]
+Close = Callable[[str], None]
+
+# Connection ids per delivery message: ids are ~16 characters, so a message stays far below
+# SQS's 256 KiB with the event beside them.
+IDS_PER_MESSAGE = 1000
+
+
+class Delivery(BaseModel):
+    """One message on the delivery queue: `data` to every id in `post`; `close` ends the
+    connections in it (their token expired; the sender has already forgotten them)."""
+
+    data: str = ""
+    post: list[str] = []
+    close: list[str] = []
+
+
+Send = Callable[[Delivery], None]
+
+
+@dataclass
+class Delivered:
+    sent: int = 0
+    gone: list[str] = field(default_factory=list)
+    failed: int = 0
+
+
+# -- the sender (in the VPC): who hears it ------------------------------------------------------
+
+
+def deliver(conn: db.Connection, event: Event, send: Send) -> Delivery:
+    """The event's deliveries onto the queue: posted to its live recipients, closing the
+    expired ones (a token that expired never hears another event), which are forgotten now."""
+    live: list[str] = []
+    expired: list[str] = []
+    for recipient in connections.recipients(conn, event):
+        (expired if recipient.expired else live).append(recipient.connection_id)
+    whole = Delivery(data=event.to_json(), post=live, close=expired)
+    for part in _parts(whole):
+        send(part)
+    connections.forget(conn, expired)
+    return whole
+
+
+def close_expired(conn: db.Connection, send: Send, limit: int = 500) -> list[str]:
+    """End every connection whose token (or two hours) ran out: forget it, and have the
+    poster close it."""
+    ended = connections.expired(conn, limit)
+    for part in _parts(Delivery(close=ended)):
+        send(part)
+    connections.forget(conn, ended)
+    return ended
+
+
+def forget_gone(conn: db.Connection, connection_ids: Sequence[str]) -> None:
+    """The connections the poster found gone (410)."""
+    connections.forget(conn, connection_ids)
+    count("PushGone", len(connection_ids))
+
+
+def _parts(delivery: Delivery) -> list[Delivery]:
+    if not delivery.post and not delivery.close:
+        return []
+    posts = [
+        delivery.post[i : i + IDS_PER_MESSAGE]
+        for i in range(0, len(delivery.post), IDS_PER_MESSAGE)
+    ]
+    closes = [
+        delivery.close[i : i + IDS_PER_MESSAGE]
+        for i in range(0, len(delivery.close), IDS_PER_MESSAGE)
+    ]
+    parts = [Delivery(data=delivery.data, post=ids) for ids in posts]
+    parts += [Delivery(close=ids) for ids in closes]
+    return parts
+
+
+def send_to_delivery_queue(delivery: Delivery) -> None:
+    aws.client("sqs").send_message(
+        QueueUrl=settings().push_delivery_queue_url, MessageBody=delivery.model_dump_json()
+    )
+
+
+# -- the poster (outside the VPC): the management API ------------------------------------------
+
+
+def post_delivery(delivery: Delivery, post: Post, close: Close) -> Delivered:
+    """Post the data to each connection, close the ones to close; report which were gone."""
+    done = Delivered()
+    data = delivery.data.encode()
+    for connection_id in delivery.post:
+        try:
+            post(connection_id, data)
+            done.sent += 1
+        except Gone:
+            done.gone.append(connection_id)
+        except Exception:  # a hint lost: the device pulls it when it looks
+            done.failed += 1
+            logger.warning("push failed", extra={"connection_id": connection_id}, exc_info=True)
+    for connection_id in delivery.close:
+        with contextlib.suppress(Gone):  # already gone: what closing wanted
+            close(connection_id)
+    count("PushSent", done.sent)
+    if done.failed:
+        count("PushFailed", done.failed)
+    return done
+
+
+def gone_body(connection_ids: Sequence[str]) -> str:
+    return json.dumps({"gone": list(connection_ids)})
+
+
+def gone_of(body: dict[str, Any]) -> list[str] | None:
+    """The ids of a gone report, or None when the body is not one."""
+    ids = body.get("gone")
+    return [str(i) for i in ids] if isinstance(ids, list) else None
+
+
+def report_gone(connection_ids: Sequence[str]) -> None:
+    """The gone ids onto the gone queue, for the sender to forget. Best effort: one not
+    reported is tried again by the next event (another 410) and forgotten by the expiry
+    sweep at the latest."""
+    if not connection_ids:
+        return
+    try:
+        aws.client("sqs").send_message(
+            QueueUrl=settings().push_gone_queue_url, MessageBody=gone_body(connection_ids)
+        )
+    except Exception:
+        logger.warning("could not report gone connections", exc_info=True)
+
+
+# -- API Gateway's management API (boto3), or the local gateway's copy of it ------------------
+
+
+@cache
+def management() -> Any:
+    """The `apigatewaymanagementapi` client of the WebSocket API's stage (PUSH_ENDPOINT):
+    https://{api}.execute-api.{region}.amazonaws.com/{stage} in AWS, the local stack's own
+    address locally (it serves the same `/@connections/{id}` calls)."""
+    import boto3
+    from botocore.config import Config
+
+    endpoint = settings().push_endpoint
+    if not endpoint:
+        raise RuntimeError("PUSH_ENDPOINT is not set")
+    config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 2})
+    return boto3.client("apigatewaymanagementapi", endpoint_url=endpoint, config=config)
+
+
+def _gone_on_410(call: Callable[[], Any]) -> None:
+    from botocore.exceptions import ClientError
+
+    try:
+        call()
+    except ClientError as error:
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status == 410 or error.response.get("Error", {}).get("Code") == "GoneException":
+            raise Gone() from error
+        raise
+
+
+def post_to_connection(connection_id: str, data: bytes) -> None:
+    _gone_on_410(lambda: management().post_to_connection(ConnectionId=connection_id, Data=data))
+
+
+def delete_connection(connection_id: str) -> None:
+    _gone_on_410(lambda: management().delete_connection(ConnectionId=connection_id))
