@@ -1,0 +1,218 @@
+"""Who a wave offers the job to: the `likely` policy (`DISPATCH_OFFER_POLICY=likely`).
+
+The seed's policy (`nearest`, in `waves.run_wave`) offers to the nearest qualified workers, a
+fixed number per wave. This one offers to the workers most likely to take the job soon, and
+sizes each wave to the supply around the job, from what the product itself records and
+nothing else (`sql.LIKELY_CANDIDATES`): how far each qualified worker is, their rating against
+the job's `min_rating`, what they did with their latest offers (accepts, declines, silence,
+releases, leases that ran out) and how fast they answered, how long since they last took a
+job, and how many workers already declined this job in this round.
+
+For each of the nearest `offer_pool` qualified workers:
+
+    door     = (accepts + w * prior) / (expected + w)       their yes at the door; `expected`
+                                                             is the yeses their offers'
+                                                             distances alone would predict
+    accept   = door * 1 / (1 + (distance / half)^2)          at this job's distance
+    pace     = their mean answer time (one prior answer at the horizon)
+    chance   = accept * (1 - exp(-interval / pace)) * discount^round_declines
+                                                             a yes before the next wave
+    soon     = accept * (1 - exp(-horizon / pace)) * discount^round_declines
+                                                             a yes within the horizon
+    holds    = (accepts - releases - leases run out + 1) / (accepts + 1)
+    score    = soon * holds * (1 + idle_weight * idle share) * (1 + rating_weight * margin)
+
+The wave offers to the best scores (the likeliest to say yes soon first), as few as make
+"someone says yes before the next wave" at least `offer_target` likely (1 - prod(1 - chance)),
+at least `offer_min_size`, at most the larger of `offer_max_size` and the wave's own size:
+wide where supply is thin or far, narrow
+where a few near, keen workers would only race each other. Every chosen worker's offer event
+records the inputs that ranked them (`why`), so that "why him and not me?" has an answer.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from dispatch.config import Settings, settings
+from dispatch.db import Connection
+from dispatch.offers.sql import LIKELY_CANDIDATES, MAKE_CHOSEN_OFFERS
+
+# A new worker's rating (workers.rating's prior: five ratings of 4.0) when the job asks none.
+NEUTRAL_RATING = 4.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A qualified worker near the job and their recent record (`sql.LIKELY_CANDIDATES`)."""
+
+    worker_id: str
+    distance_m: float
+    rating: float | None = None
+    offers: int = 0  # answered or gone silent (pending offers are not counted yet)
+    accepts: int = 0
+    declines: int = 0
+    silences: int = 0
+    releases: int = 0
+    leases_run_out: int = 0
+    expected: float = 0.0  # yeses their offers' distances alone predict
+    answer_s: float | None = None  # mean seconds from offer to answer
+    since_accept_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Chosen:
+    worker_id: str
+    distance_m: float
+    why: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The policy's parameters (settings `DISPATCH_OFFER_*`, documented in config.py)."""
+
+    interval_s: float  # the wave interval: an unanswered offer this old counts as silence
+    history_s: float
+    horizon_s: float = 20
+    target: float = 0.8
+    prior_accept: float = 0.6
+    prior_weight: float = 3.0
+    half_distance_m: float = 2500
+    decline_discount: float = 0.85
+    idle_weight: float = 0.2
+    rating_weight: float = 0.05
+    min_size: int = 1
+    max_size: int = 6
+
+    @classmethod
+    def of(cls, s: Settings) -> "Knobs":
+        return cls(
+            interval_s=max(1, s.offer_wave_interval_seconds),
+            history_s=s.offer_history_seconds,
+            horizon_s=s.offer_horizon_seconds,
+            target=s.offer_target,
+            prior_accept=s.offer_prior_accept,
+            prior_weight=s.offer_prior_weight,
+            half_distance_m=s.offer_half_distance_m,
+            decline_discount=s.offer_decline_discount,
+            idle_weight=s.offer_idle_weight,
+            rating_weight=s.offer_rating_weight,
+            min_size=s.offer_min_size,
+            max_size=s.offer_max_size,
+        )
+
+
+def near(distance_m: float, half_m: float) -> float:
+    """The share of the yeses at the door the policy expects at this distance."""
+    return 1 / (1 + (distance_m / half_m) ** 2)
+
+
+def judge(
+    c: Candidate, knobs: Knobs, min_rating: float | None, round_declines: int
+) -> dict[str, Any]:
+    """One candidate's inputs and what the policy makes of them (the offer event's `why`)."""
+    door = (c.accepts + knobs.prior_weight * knobs.prior_accept) / (c.expected + knobs.prior_weight)
+    accept = min(1.0, door) * near(c.distance_m, knobs.half_distance_m)
+    answered = c.accepts + c.declines
+    pace = max(1e-3, ((c.answer_s or 0.0) * answered + knobs.horizon_s) / (answered + 1))
+    spurned = knobs.decline_discount**round_declines
+    chance = accept * (1 - math.exp(-knobs.interval_s / pace)) * spurned
+    soon = accept * (1 - math.exp(-knobs.horizon_s / pace)) * spurned
+    holds = (max(0, c.accepts - c.releases - c.leases_run_out) + 1) / (c.accepts + 1)
+    idle_s = knobs.history_s if c.since_accept_s is None else min(c.since_accept_s,
+                                                                   knobs.history_s)  # fmt: skip
+    margin = (c.rating if c.rating is not None else NEUTRAL_RATING) - (
+        min_rating if min_rating is not None else NEUTRAL_RATING
+    )
+    score = (
+        soon
+        * holds
+        * (1 + knobs.idle_weight * idle_s / knobs.history_s)
+        * max(0.0, 1 + knobs.rating_weight * margin)
+    )
+    return {
+        "policy": "likely",
+        "distance_m": round(c.distance_m, 1),
+        "rating": c.rating,
+        "min_rating": min_rating,
+        "offers": c.offers,
+        "accepts": c.accepts,
+        "declines": c.declines,
+        "silences": c.silences,
+        "releases": c.releases,
+        "leases_run_out": c.leases_run_out,
+        "answer_s": None if c.answer_s is None else round(c.answer_s, 1),
+        "idle_s": round(idle_s),
+        "round_declines": round_declines,
+        "chance": round(chance, 4),
+        "soon": round(soon, 4),
+        "score": round(score, 4),
+    }
+
+
+def choose(
+    candidates: list[Candidate],
+    knobs: Knobs,
+    *,
+    wave_size: int,
+    min_rating: float | None,
+    round_declines: int,
+) -> list[Chosen]:
+    """The workers to offer, best first, as few as the target asks (see the module)."""
+    judged = sorted(
+        ((c, judge(c, knobs, min_rating, round_declines)) for c in candidates),
+        key=lambda pair: (-pair[1]["score"], pair[0].distance_m, pair[0].worker_id),
+    )
+    most = max(knobs.max_size, wave_size)
+    chosen: list[Chosen] = []
+    nobody = 1.0  # the chance that none of the chosen says yes within the interval
+    for c, why in judged[:most]:
+        if len(chosen) >= knobs.min_size and 1 - nobody >= knobs.target:
+            break
+        nobody *= 1 - why["chance"]
+        why = {**why, "rank": len(chosen) + 1, "supply": len(candidates)}
+        chosen.append(Chosen(c.worker_id, c.distance_m, why))
+    return chosen
+
+
+def make_offers(conn: Connection, params: dict[str, Any]) -> int:
+    """The wave's offers under this policy, inside the wave's transaction (`params`: the
+    seed's MAKE_OFFERS parameters). Returns how many were made."""
+    s = settings()
+    knobs = Knobs.of(s)
+    rows = conn.execute(
+        LIKELY_CANDIDATES,
+        {
+            **params,
+            "pool": s.offer_pool,
+            "recent": s.offer_history_offers,
+            "history_s": s.offer_history_seconds,
+            "silence_s": knobs.interval_s,
+            "half_m": knobs.half_distance_m,
+        },
+    ).fetchall()
+    if not rows:
+        return 0
+    fields = Candidate.__dataclass_fields__
+    candidates = [Candidate(**{k: v for k, v in row.items() if k in fields}) for row in rows]
+    min_rating = params["min_rating"]
+    chosen = choose(
+        candidates,
+        knobs,
+        wave_size=params["size"],
+        min_rating=None if min_rating is None else float(min_rating),
+        round_declines=int(rows[0]["round_declines"]),
+    )
+    return len(
+        conn.execute(
+            MAKE_CHOSEN_OFFERS,
+            {
+                **params,
+                "worker_ids": [c.worker_id for c in chosen],
+                "distances": [c.distance_m for c in chosen],
+                "why": [Jsonb(c.why) for c in chosen],
+            },
+        ).fetchall()
+    )

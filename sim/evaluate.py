@@ -1,0 +1,199 @@
+"""The offer policy evaluation (issue 24): `nearest` against `likely` on three cities and
+several seeds, from the runs' own files, with the bill per 1,000 filled jobs.
+
+    python -m sim.evaluate sim/runs/eval          (after the runs: docs/simulation.md)
+
+Each run is `sim/runs/eval/CITY-SEED/` as `dispatch simulate sim/scenarios/eval/CITY.toml
+--seed SEED --out ...` writes it. A city is won on a seed when `likely` has a fill rate not
+lower, a time to accept p90 at most 0.8x, offers and lost races per filled job not higher,
+and both runs 0 5xx and 0 invariant violations.
+"""
+
+import json
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from sim.costs import busy_environments, per_thousand_filled, prices, without_proxy
+from sim.scenario import load
+
+SCENARIOS = Path(__file__).parent / "scenarios" / "eval"
+POLICIES = ("nearest", "likely")
+
+
+def violations(report: Path) -> dict[str, int]:
+    """Each configuration's count from the report's history checker section."""
+    found = {}
+    for line in report.read_text().splitlines():
+        if m := re.match(r"- (\w+): (\d+) violations", line):
+            found[m.group(1)] = int(m.group(2))
+    return found
+
+
+def runs(folder: Path) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
+    """city -> seed -> policy -> kpis (with `violations` and `bill`)."""
+    found: dict[str, dict[int, dict[str, dict[str, Any]]]] = defaultdict(dict)
+    for run in sorted(folder.glob("*-*")):
+        if not (run / "report.md").exists():
+            continue
+        city, seed = run.name.rsplit("-", 1)
+        hours = load(SCENARIOS / f"{city}.toml").hours
+        counted = violations(run / "report.md")
+        found[city][int(seed)] = {}
+        for policy in POLICIES:
+            kpis = json.loads((run / f"kpis-{policy}.json").read_text())
+            kpis["violations"] = counted.get(policy)
+            kpis["bill"] = per_thousand_filled(kpis, hours)
+            kpis["bill_without_proxy"] = per_thousand_filled(kpis, hours, without_proxy(prices()))
+            kpis["busy_environments"] = busy_environments(kpis, hours)
+            kpis["later"] = after_warm_up(run / f"replay-{policy}.jsonl")
+            found[city][int(seed)][policy] = kpis
+    return found
+
+
+WARM_UP_S = 1200.0  # the later view: jobs posted after the first twenty minutes
+
+
+def after_warm_up(replay: Path, since: float = WARM_UP_S) -> dict[str, Any]:
+    """Fill, time to accept and offers per filled job of the jobs posted after `since` city
+    seconds, from the replay's events: what a policy that learns does once the city has had
+    time to record something of each worker (lost races are not in the events)."""
+    created: dict[str, float] = {}
+    assigned: dict[str, float] = {}
+    offers: dict[str, int] = defaultdict(int)
+    for line in replay.read_text().splitlines()[1:]:
+        event = json.loads(line)
+        kind, job = event.get("type"), event.get("job_id")
+        if kind == "job.created":
+            created[job] = event["t"]
+        elif kind == "job.assigned" and job not in assigned:
+            assigned[job] = event["t"]
+        elif kind == "offer.created":
+            offers[job] += 1
+    late = [j for j, t in created.items() if t >= since]
+    filled = [j for j in late if j in assigned]
+    waits = sorted(assigned[j] - created[j] for j in filled)
+    p90 = waits[min(len(waits) - 1, int(0.9 * len(waits)))] if waits else None
+    return {
+        "jobs": len(late),
+        "fill_rate": len(filled) / len(late) if late else None,
+        "p90": p90,
+        "offers_per_filled_job": sum(offers[j] for j in filled) / len(filled) if filled else None,
+    }
+
+
+def verdict(nearest: dict[str, Any], likely: dict[str, Any]) -> dict[str, bool]:
+    return {
+        "fill": likely["fill_rate"] >= nearest["fill_rate"],
+        "p90": likely["time_to_accept_s"]["p90"] <= 0.8 * nearest["time_to_accept_s"]["p90"],
+        "offers": likely["offers_per_filled_job"] <= nearest["offers_per_filled_job"],
+        "races": likely["lost_races_per_filled_job"] <= nearest["lost_races_per_filled_job"],
+        "clean": all(
+            k["errors_5xx"] == 0 and k["violations"] == 0 and k["dead_letters"] == 0
+            for k in (nearest, likely)
+        ),
+    }
+
+
+def row(k: dict[str, Any]) -> list[str]:
+    t = k["time_to_accept_s"]
+    return [
+        f"{100 * k['fill_rate']:.1f}%",
+        f"{t['p50']:.0f} / {t['p90']:.0f} / {t['p99']:.0f}",
+        f"{k['offers_per_filled_job']:.2f}",
+        f"{k['lost_races_per_filled_job']:.2f}",
+        f"{k['errors_5xx']} / {k['violations']}",
+        f"{100 * k['never_offered_share']:.0f}%",
+        f"{k['gini_jobs_per_worker']:.2f}",
+        f"${k['bill']['total']:.2f}",
+        f"{k['lag_s']['p99']:.1f}",
+    ]
+
+
+HEADER = [
+    "city, seed",
+    "policy",
+    "fill",
+    "accept p50 / p90 / p99 (s)",
+    "offers / filled",
+    "lost races / filled",
+    "5xx / violations",
+    "online never offered",
+    "Gini jobs/worker",
+    "AWS per 1,000 filled",
+    "behind p99 (s)",
+]
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def markdown(found: dict[str, dict[int, dict[str, dict[str, Any]]]]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * 2 + " ---: |" * 9]
+    summary = ["", "| city | seeds won | fill | p90 ratio | offers | lost races | clean |",
+               "| --- | ---: | --- | ---: | --- | --- | --- |"]  # fmt: skip
+    costs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for city, seeds in found.items():
+        wins: list[dict[str, bool]] = []
+        ratios = []
+        for seed, by_policy in sorted(seeds.items()):
+            for policy in POLICIES:
+                lines.append(f"| {city} {seed} | {policy} | " + " | ".join(row(by_policy[policy]))
+                             + " |")  # fmt: skip
+                for item, dollars in by_policy[policy]["bill"].items():
+                    costs[f"{city} {policy}"][item].append(dollars)
+                k = by_policy[policy]
+                costs[f"{city} {policy}"]["total without RDS Proxy"].append(
+                    k["bill_without_proxy"]["total"]
+                )
+                costs[f"{city} {policy}"]["busy environments (mean)"].append(k["busy_environments"])
+            wins.append(verdict(by_policy["nearest"], by_policy["likely"]))
+            ratios.append(
+                by_policy["likely"]["time_to_accept_s"]["p90"]
+                / by_policy["nearest"]["time_to_accept_s"]["p90"]
+            )
+        won = sum(all(w.values()) for w in wins)
+
+        def tally(key: str, wins: list[dict[str, bool]] = wins) -> str:
+            return f"{sum(w[key] for w in wins)}/{len(wins)}"
+
+        summary.append(
+            f"| {city} | {won}/{len(wins)} | {tally('fill')} | {mean(ratios):.2f}"
+            f" ({tally('p90')} at most 0.8) | {tally('offers')} | {tally('races')} |"
+            f" {tally('clean')} |"
+        )
+    title = f"Jobs posted after the first {WARM_UP_S / 60:.0f} minutes only (from the replays):"
+    later = ["", title,
+             "", "| city, seed | policy | jobs | fill | accept p90 (s) | offers / filled |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for city, seeds in found.items():
+        for seed, by_policy in sorted(seeds.items()):
+            for policy in POLICIES:
+                k = by_policy[policy]["later"]
+                later.append(
+                    f"| {city} {seed} | {policy} | {k['jobs']} | {100 * (k['fill_rate'] or 0):.1f}%"
+                    f" | {k['p90'] or 0:.0f} | {k['offers_per_filled_job'] or 0:.2f} |"
+                )
+    items = list(next(iter(costs.values())).keys()) if costs else []
+    bill = ["", "AWS per 1,000 filled jobs (mean over the seeds; sim/prices.toml):", "",
+            "| city, policy | " + " | ".join(items) + " |",
+            "| --- |" + " ---: |" * len(items)]  # fmt: skip
+    for name, per_item in costs.items():
+        cells = [f"{mean(v):.2f}" if item.startswith("busy") else f"${mean(v):.3f}"
+                 for item, v in per_item.items()]  # fmt: skip
+        bill.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines + summary + later + bill) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    folder = Path((argv or sys.argv[1:] or ["sim/runs/eval"])[0])
+    text = markdown(runs(folder))
+    (folder / "evaluation.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Who a wave offers to, policy by policy (dispatch.offers.policy), on a real Redis and a real
+Postgres: `nearest` makes exactly the seed's choices; `likely` stops offering to a near
+worker who always says no, still offers the only worker there is, and writes down why it
+chose each worker."""
+
+import random
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from dispatch import db
+from dispatch.jobs import commands
+from dispatch.offers import inbox
+from dispatch.workers import locations
+from tests.integration.conftest import Waves
+from tests.integration.test_offers import first_wave, open_job, place
+
+Configure = Callable[..., None]
+
+
+def nearest_rule(workers: list[dict[str, Any]], size: int, radius_m: int) -> list[str]:
+    """The seed's rule, written again in Python: within the radius, nearest first in 100 m
+    bands, the higher rating first within a band (unrated last), then the nearer."""
+    inside = [w for w in workers if w["distance"] <= radius_m]
+    inside.sort(key=lambda w: (w["distance"] // 100, -(w["rating"] or -1), w["distance"]))
+    return [w["id"] for w in inside[:size]]
+
+
+@pytest.mark.parametrize("policy", [None, "nearest"])
+def test_nearest_makes_exactly_the_seed_choices(
+    conn: db.Connection,
+    waves: Waves,
+    configure: Configure,
+    cache: "locations.Client",
+    policy: str | None,
+) -> None:
+    """Twenty random towns: the workers each wave offers are those the seed's rule picks
+    (unset, the policy is `nearest`)."""
+    if policy is not None:
+        configure(DISPATCH_OFFER_POLICY=policy)
+    configure(DISPATCH_OFFER_WAVES="3@1500,4@3000")
+    rng = random.Random(24)
+    for town in range(20):
+        conn.execute("TRUNCATE workers, jobs, job_offers, job_declines, offer_waves CASCADE")
+        cache.delete(*locations.position_keys())
+        workers = []
+        for n in range(rng.randrange(3, 15)):
+            # Away from the 100 m band edges, so that Redis's rounding cannot move a worker.
+            distance = rng.randrange(0, 35) * 100 + rng.randrange(20, 80)
+            ratings = rng.randrange(0, 6)
+            stars = rng.randrange(ratings, 5 * ratings + 1)
+            place(conn, f"t{town}-w{n}", distance, bearing=rng.uniform(0, 360),
+                  rated=(ratings, stars))  # fmt: skip
+            rating = None if ratings == 0 else round((25 + stars) / (5 + ratings), 2)
+            workers.append({"id": f"t{town}-w{n}", "distance": distance, "rating": rating})
+        _, created = open_job(conn)
+        waves.put.clear()
+        waves.run(conn, first_wave(created))
+        first = nearest_rule(workers, 3, 1500)
+        assert waves.offered() == first, town
+        waves.run(conn, first_wave(created).next())
+        rest = nearest_rule([w for w in workers if w["id"] not in first], 4, 3000)
+        assert waves.offered() == first + rest, town
+
+
+def likely(configure: Configure, waves: str, **more: str) -> None:
+    configure(
+        DISPATCH_OFFER_POLICY="likely",
+        DISPATCH_OFFER_WAVES=waves,
+        DISPATCH_OFFER_WAVE_INTERVAL_SECONDS="60",
+        **more,
+    )
+
+
+def offered_in(conn: db.Connection, job_id: UUID, wave: int) -> list[str]:
+    rows = conn.execute(
+        "SELECT worker_id FROM job_offers WHERE job_id = %s AND wave = %s ORDER BY id",
+        (job_id, wave),
+    ).fetchall()
+    return [r["worker_id"] for r in rows]
+
+
+def test_likely_stops_offering_to_the_near_worker_who_always_declines(
+    conn: db.Connection, waves: Waves, configure: Configure
+) -> None:
+    """One worker 200 m away says no to everything; ten others 1.5 km away take what they
+    are offered. `nearest` would offer the near one first every time; `likely` learns from
+    the declines it recorded and stops, after at most four (a quick "no" still reads as a
+    quick answer, and a worker with no record is guessed slow: each decline costs the near
+    worker more than the 1.3 km they have on the others)."""
+    likely(configure, "1@3000,1@3000", DISPATCH_OFFER_MAX_SIZE="1")
+    place(conn, "near-no", 200)
+    for n in range(10):
+        place(conn, f"far-{n}", 1500, bearing=36 * n)
+    first_offers = []
+    for _ in range(8):
+        job_id, created = open_job(conn)
+        request = first_wave(created)
+        waves.run(conn, request)
+        (chosen,) = offered_in(conn, job_id, 1)
+        first_offers.append(chosen)
+        if chosen == "near-no":
+            inbox.decline(conn, job_id, "near-no")
+            waves.run(conn, request.next())
+            (chosen,) = offered_in(conn, job_id, 2)
+        commands.accept_job(conn, job_id=job_id, worker_id=chosen, version=None)
+    assert first_offers[0] == "near-no"  # no record yet: the nearest is the likeliest
+    assert first_offers.count("near-no") <= 4, first_offers
+    assert "near-no" not in first_offers[-4:], first_offers
+
+
+def test_likely_offers_the_only_worker_every_job_even_one_who_declines(
+    conn: db.Connection, waves: Waves, configure: Configure
+) -> None:
+    """A town with one worker: however poor their record, each job is offered to them (a
+    policy ranks; it never shuts anyone out), the later waves find nobody new, and the
+    business hears `job.unfilled` after the last."""
+    likely(configure, "3@3000,10@8000")
+    place(conn, "only", 2500)
+    for _ in range(5):
+        job_id, created = open_job(conn)
+        request = first_wave(created)
+        assert waves.run(conn, request).offered == 1
+        inbox.decline(conn, job_id, "only")
+        assert waves.run(conn, request.next()).offered == 0
+        assert waves.run(conn, request.next().next()).unfilled
+    assert waves.offered() == ["only"] * 5
+
+
+def test_each_offer_records_why_the_worker_was_chosen(
+    conn: db.Connection, waves: Waves, configure: Configure
+) -> None:
+    """The offer event's row keeps the ranking inputs, the worker's record as the product
+    holds it: one who declined the last job offered to them carries that decline into the
+    next; the one who took it holds a live job and is no longer part of the supply."""
+    likely(configure, "2@3000")
+    place(conn, "keen", 900, rated=(2, 10))
+    place(conn, "picky", 700, bearing=180)
+    past, created = open_job(conn)
+    waves.run(conn, first_wave(created))
+    assert sorted(offered_in(conn, past, 1)) == ["keen", "picky"]  # 0.9 needs both
+    inbox.decline(conn, past, "picky")
+    commands.accept_job(conn, job_id=past, worker_id="keen", version=None)
+    job_id, created = open_job(conn)
+    waves.run(conn, first_wave(created))
+    (row,) = conn.execute(
+        "SELECT data->'why' AS why FROM offer_events WHERE job_id = %s AND type = 'offer.created'",
+        (job_id,),
+    ).fetchall()
+    why = row["why"]
+    assert why["policy"] == "likely" and why["rank"] == 1 and why["supply"] == 1
+    assert (why["offers"], why["accepts"], why["declines"], why["silences"]) == (1, 0, 1, 0)
+    assert (why["releases"], why["leases_run_out"], why["round_declines"]) == (0, 0, 0)
+    assert abs(why["distance_m"] - 700) < 5 and why["rating"] is None
+    assert why["min_rating"] is None and why["answer_s"] is not None
+    assert 0 < why["chance"] < 1 and why["score"] > 0
+
+
+@pytest.mark.parametrize("policy", ["nearest", "likely"])
+def test_every_offer_event_on_the_bus_says_why(
+    conn: db.Connection, waves: Waves, configure: Configure, policy: str
+) -> None:
+    """`offer.created` carries the inputs that ranked the worker, for both policies, in the
+    AsyncAPI document's form (every stored event is checked against it when the test ends)."""
+    likely(configure, "3@3000", DISPATCH_OFFER_MAX_SIZE="3", DISPATCH_OFFER_TARGET="0.99")
+    configure(DISPATCH_OFFER_POLICY=policy)
+    place(conn, "a", 300, rated=(5, 25))  # (5 x 4.0 + 25) / 10 = 4.5
+    place(conn, "b", 800, bearing=90)
+    place(conn, "c", 1500, bearing=180)
+    _, created = open_job(conn)
+    waves.run(conn, first_wave(created))
+    events = [e for e in waves.put if e.type == "offer.created"]
+    whys = sorted((e.data["why"] for e in events), key=lambda why: why["rank"])
+    assert [why["rank"] for why in whys] == [1, 2, 3]
+    for event in events:
+        why = event.data["why"]
+        assert why["policy"] == policy
+        assert abs(why["distance_m"] - event.data["distance_m"]) < 0.1
+        assert why["min_rating"] is None
+    by_worker = {e.data["worker_id"]: e.data["why"] for e in events}
+    assert by_worker["a"]["rating"] == 4.5 and by_worker["b"]["rating"] is None
+    if policy == "nearest":
+        assert [by_worker[w]["rank"] for w in "abc"] == [1, 2, 3]
+        assert by_worker["a"]["score"] is None  # nearest ranks by distance and rating alone
+    else:
+        assert all(0 < why["chance"] < 1 and why["supply"] == 3 for why in whys)

@@ -1,0 +1,90 @@
+"""The `likely` policy's arithmetic, without any service: a wave is as wide as the supply
+needs (narrow in a crowd of keen workers, wide where workers are far or say no), never
+empty while anyone qualifies, and best first."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dispatch.offers.policy import Candidate, Knobs, choose, judge
+
+KNOBS = Knobs(interval_s=60, history_s=7200)
+
+
+def keen(n: int, distance_m: float) -> Candidate:
+    """A worker who took the last ten offers, answering in ten seconds."""
+    return Candidate(f"keen-{n}", distance_m, offers=10, accepts=10, expected=9.0, answer_s=10)
+
+
+def test_a_crowd_of_keen_near_workers_gets_a_narrow_wave() -> None:
+    crowd = [keen(n, 300 + 10 * n) for n in range(30)]
+    chosen = choose(crowd, KNOBS, wave_size=3, min_rating=None, round_declines=0)
+    assert 1 <= len(chosen) <= 2
+
+
+def test_far_or_unwilling_supply_gets_a_wide_wave() -> None:
+    far = [Candidate(f"far-{n}", 4500 + 10 * n) for n in range(30)]
+    assert len(choose(far, KNOBS, wave_size=3, min_rating=None, round_declines=0)) == KNOBS.max_size
+    # A job that others already turned down in this round widens the wave.
+    near = [Candidate(f"new-{n}", 800 + 10 * n) for n in range(30)]
+    calm = choose(near, KNOBS, wave_size=3, min_rating=None, round_declines=0)
+    spurned = choose(near, KNOBS, wave_size=3, min_rating=None, round_declines=4)
+    assert len(spurned) > len(calm)
+
+
+def test_a_record_of_declines_and_vanishing_ranks_below_a_fresh_worker() -> None:
+    fresh = Candidate("fresh", 1200)
+    says_no = Candidate("says-no", 300, offers=6, declines=6, expected=5.9, answer_s=3)
+    vanishes = Candidate("vanishes", 300, offers=4, accepts=4, expected=3.9, answer_s=5,
+                         leases_run_out=3)  # fmt: skip
+    slow = Candidate("slow", 300, offers=4, silences=4, expected=3.9)
+    order = [c.worker_id for c in choose([says_no, vanishes, slow, fresh], KNOBS, wave_size=4,
+                                         min_rating=None, round_declines=0)]  # fmt: skip
+    assert order[0] == "fresh", order
+    # A rating well above what the job asks counts a little, and idle time spreads work.
+    high = judge(Candidate("a", 500, rating=4.9), KNOBS, 4.0, 0)
+    low = judge(Candidate("b", 500, rating=4.0), KNOBS, 4.0, 0)
+    assert high["score"] > low["score"] and high["chance"] == low["chance"]
+    busy = judge(Candidate("c", 500, offers=1, accepts=1, expected=1, since_accept_s=60),
+                 KNOBS, None, 0)  # fmt: skip
+    idle = judge(Candidate("d", 500, offers=1, accepts=1, expected=1, since_accept_s=7000),
+                 KNOBS, None, 0)  # fmt: skip
+    assert idle["score"] > busy["score"]
+
+
+candidates = st.lists(
+    st.builds(
+        Candidate,
+        worker_id=st.uuids().map(str),
+        distance_m=st.floats(0, 8000),
+        rating=st.none() | st.floats(1, 5),
+        offers=st.integers(0, 20),
+        accepts=st.integers(0, 20),
+        declines=st.integers(0, 20),
+        silences=st.integers(0, 20),
+        releases=st.integers(0, 5),
+        leases_run_out=st.integers(0, 5),
+        expected=st.floats(0, 20),
+        answer_s=st.none() | st.floats(0, 600),
+        since_accept_s=st.none() | st.floats(0, 20000),
+    ),
+    max_size=40,
+    unique_by=lambda c: c.worker_id,
+)
+
+
+@given(candidates, st.integers(1, 30), st.integers(0, 10))
+def test_a_wave_is_within_its_bounds_and_best_first(
+    pool: list[Candidate], wave_size: int, round_declines: int
+) -> None:
+    chosen = choose(pool, KNOBS, wave_size=wave_size, min_rating=None,
+                    round_declines=round_declines)  # fmt: skip
+    if pool:
+        assert 1 <= len(chosen) <= max(KNOBS.max_size, wave_size)
+    else:
+        assert chosen == []
+    scores = [c.why["score"] for c in chosen]
+    assert scores == sorted(scores, reverse=True)
+    assert [c.why["rank"] for c in chosen] == list(range(1, len(chosen) + 1))
+    best = max((judge(c, KNOBS, None, round_declines)["score"] for c in pool), default=None)
+    assert best is None or scores[0] == best
+    assert all(0 <= c.why["chance"] <= 1 for c in chosen)

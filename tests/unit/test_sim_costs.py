@@ -1,0 +1,44 @@
+"""The evaluation's arithmetic without a run: the Gini coefficient of work per worker, and the
+bill at the price table's list prices."""
+
+import pytest
+
+from sim.costs import bill, per_thousand_filled, prices, without_proxy
+from sim.run import gini
+
+
+def test_gini_is_zero_for_equal_work_and_near_one_when_one_does_all() -> None:
+    assert gini([2.0, 2.0, 2.0, 2.0]) == 0
+    assert gini([0.0, 0.0, 0.0, 4.0]) == pytest.approx(0.75)  # (n - 1) / n for one of n
+    assert gini([1.0, 2.0, 3.0, 4.0]) == pytest.approx(0.25)
+    assert gini([]) is None and gini([0.0, 0.0]) is None
+
+
+KPIS = {
+    "jobs": 100,
+    "fill_rate": 0.5,
+    "aws": {
+        "invocations": {"PUT /workers/me/location": 1_000_000, "OfferQueue": 10_000,
+                        "OutboxQueue": 0, "LeaseSweeper": 60, "OutboxRelay": 1800},
+        "handler_seconds": {"PUT /workers/me/location": 2000.0, "LeaseSweeper": 6.0},
+        "sqs_sent": {"dispatch-sim-offers": 10_000, "dispatch-sim-outbox.fifo": 0},
+        "sqs_receives": 10_000,
+        "events_put": 50_000,
+    },
+}  # fmt: skip
+
+
+def test_the_bill_counts_each_item_at_its_list_price() -> None:
+    p = prices()
+    items = bill(KPIS, hours=1.0, p=p)
+    assert items["API Gateway requests"] == pytest.approx(1.00)  # a million at $1 per million
+    # A million API requests, 10,000 batches, two schedules a minute for an hour.
+    assert items["Lambda requests"] == pytest.approx((1_000_000 + 10_000 + 120) * 0.20 / 1e6)
+    billed = 2000 + 6 + 60 * 55 + (1_000_000 + 10_000 + 60 + 1800) * 0.0005
+    assert items["Lambda GB-seconds"] == pytest.approx(billed * 0.5 * 0.0000133334)
+    assert items["SQS requests"] == pytest.approx((10_000 * 0.40 + 20_000 * 0.50) / 1e6)
+    assert items["EventBridge events"] == pytest.approx(0.05)
+    assert items["Aurora writer and proxy"] == pytest.approx(0.12 + 8 * 0.015)
+    assert without_proxy(p)["aurora"]["proxy_min_acu"] == 0
+    per = per_thousand_filled(KPIS, 1.0)
+    assert per["total"] == pytest.approx(sum(items.values()) * 1000 / 50)
