@@ -6,7 +6,7 @@ PORT ?= 3000
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops template-lint checkov package clean
+.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers evaluate-policy template-lint checkov package clean
 
 # Everything (the dev extra: tests, linters, sam, the browser driver): make test and the rest.
 $(STAMP): pyproject.toml constraints.txt
@@ -112,6 +112,19 @@ bench-accept: $(STAMP)
 clean:
 	rm -rf $(VENV) .dispatch .pytest_cache .mypy_cache .ruff_cache
 
+## Offer policy evaluation (issue 24): nearest against likely on three cities, seeds 102-104
+## (about 36 min of wall time), then the side-by-side table and the bill (sim/runs/eval).
+EVAL_SEEDS ?= 102 103 104
+evaluate-policy: $(STAMP)
+	for seed in $(EVAL_SEEDS); do for city in district evening shortage; do \
+	  $(BIN)/python -m sim sim/scenarios/eval/$$city.toml --seed $$seed \
+	    --out sim/runs/eval/$$city-$$seed --progress-seconds 0 || exit 1; done; done
+	$(BIN)/python -m sim.evaluate sim/runs/eval
+
+## Offer policy benchmark: a wave's cost per job, `likely` over the seed's `nearest` (<= 1.5x).
+bench-offers: $(STAMP)
+	$(BIN)/python -m bench.offers
+
 ## Sweeper benchmark: reopen 100k expired leases; accept p99 during the sweep vs idle.
 bench-sweeper: $(STAMP)
 	$(BIN)/python -m bench.sweeper
@@ -130,6 +143,8 @@ bench: $(STAMP)
 	$(MAKE) bench-outage
 	$(MAKE) bench-coldstart
 	$(MAKE) bench-ops
+	$(MAKE) bench-push
+	$(MAKE) bench-offers
 	$(MAKE) simulate
 	$(BIN)/python -m bench.report
 
@@ -167,3 +182,8 @@ bench-geo: $(STAMP)
 	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15-postgis-3) \
 	  || echo "PostGIS could not be installed: the PostGIS side will be reported as missing"
 	$(BIN)/python -m bench.geo
+
+## Push: 2,000 phones on the local stack's WebSocket, offers at the district's rush rate;
+## commit-to-device latency against a bare websockets broadcast of the same messages.
+bench-push: $(STAMP)
+	$(BIN)/python -m bench.push

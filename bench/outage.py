@@ -163,7 +163,7 @@ def run(
                     # Spread over the phase, a little jitter: kills land mid-request.
                     due = began + (n + rng.random()) * seconds / kills
                     time.sleep(max(0.0, due - time.monotonic()))
-                    killed += bool(conn.execute(KILL_ONE).fetchone())
+                    killed += kill_one(conn)
                 time.sleep(max(0.0, began + seconds - time.monotonic()))
                 marks.append(now(conn))
                 stop.set()
@@ -178,6 +178,18 @@ def run(
         finally:
             stop_stack(process)
     return [steady, under]
+
+
+def kill_one(conn: db.Connection, patience_seconds: float = 2.0) -> bool:
+    """Terminate one of the application role's connections, waiting a little for one to
+    exist: right after a kill, on a loaded machine, every process may still be reconnecting."""
+    give_up = time.monotonic() + patience_seconds
+    while True:
+        if conn.execute(KILL_ONE).fetchone():
+            return True
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(0.05)
 
 
 def settle(conn: db.Connection) -> None:

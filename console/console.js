@@ -18,11 +18,18 @@ const state = {
   jobs: new Map(),
   workers: new Map(),
   events: [],
+  applicants: new Map(), // job id -> Map(worker id -> application), from application events
+  chosen: null, // the open job whose applicants are shown
   waves: [],
   lines: [],
   summary: null,
   cursor: null,
   timers: [],
+  // Push (the WebSocket): while it is open the console listens; while it is down it polls.
+  socket: null,
+  pushing: false,
+  pushUrl: null,
+  seen: new Set(), // event ids applied: push and the fallback's pulls overlap, ids keep them apart
   // The clock of what is shown: the wall clock live; the replayed city's clock in a replay
   // (as the product wrote its times, so leases count down as they did).
   now: () => Date.now(),
@@ -352,7 +359,10 @@ function renderLists() {
   const open = jobs.filter((j) => j.status === "open")
     .sort((a, b) => a.created_at.localeCompare(b.created_at));
   list("open-jobs", open.slice(0, 100), (j) =>
-    `${j.id} · waiting ${clockText(seconds(now, Date.parse(j.created_at)))} · ${j.skills.join(", ") || "any skill"}`);
+    `${j.id} · waiting ${clockText(seconds(now, Date.parse(j.created_at)))} · ${j.skills.join(", ") || "any skill"}` +
+    (j.assignment === "business_choice"
+      ? ` · business chooses · ${(state.applicants.get(j.id) || new Map()).size} applied`
+      : ""));
   const held = jobs.filter((j) => j.status === "assigned" && j.lease_expires_at)
     .sort((a, b) => a.lease_expires_at.localeCompare(b.lease_expires_at));
   const left = (j) => seconds(Date.parse(j.lease_expires_at), now);
@@ -361,8 +371,18 @@ function renderLists() {
     (j) => left(j) < 60);
   list("events", state.events.slice(0, 100), (e) =>
     `${e.occurred_at.slice(11, 19)} ${e.type} ${e.job_id} v${e.version}` +
-    (e.type === "offer.created" ? ` → ${e.data.worker_id} (wave ${e.data.wave})` : ` · ${e.actor}`));
+    (e.type === "offer.created"
+      ? ` → ${e.data.worker_id} (wave ${e.data.wave}${whyText(e.data.why)})` : ` · ${e.actor}`));
   renderSummary(jobs);
+}
+
+// Why the worker was offered the job (offer.created's `why`): their rank and what ranked them.
+function whyText(why) {
+  if (!why) return "";
+  const rank = `, #${why.rank}${why.supply ? ` of ${why.supply}` : ""}, ${Math.round(why.distance_m)} m`;
+  if (why.policy !== "likely") return `${rank}, nearest first`;
+  return `${rank}, ${why.accepts} yes / ${why.declines} no / ${why.silences} silent` +
+    `, chance ${why.chance.toFixed(2)}`;
 }
 
 function renderSummary(jobs) {
@@ -397,10 +417,52 @@ function renderSummary(jobs) {
 
 // -- what happens -------------------------------------------------------------------------
 
+// A business_choice job's applicants, counted from the events (the list itself is read from
+// GET /jobs/{id}/applications when a person picks the job).
+function applied(event) {
+  const of = state.applicants.get(event.job_id) || new Map();
+  if (event.type === "application.created") of.set(event.data.worker_id, event.data);
+  else of.delete(event.data.worker_id); // withdrawn, or the chosen worker left
+  state.applicants.set(event.job_id, of);
+  if (state.chosen === event.job_id) showApplicants(event.job_id);
+}
+
+async function showApplicants(jobId) {
+  state.chosen = jobId;
+  const section = $("applicants-panel");
+  section.hidden = false;
+  $("applicants-job").textContent = jobId;
+  let applications = [];
+  try {
+    ({ applications } = await api(`/jobs/${jobId}/applications`));
+  } catch (error) {
+    if (state.mode === "live") throw error;
+    applications = [...(state.applicants.get(jobId) || new Map()).values()]; // a replay: what the events said
+  }
+  const km = (m) => (m == null ? "distance unknown" : `${(m / 1000).toFixed(1)} km`);
+  list("applicants", applications.map((a) => ({ ...a, id: a.worker_id })), (a) =>
+    a.completed_jobs === undefined
+      ? `${a.worker_id} · applied ${a.applied_at.slice(11, 19)}`
+      : `${a.worker_id} · rating ${a.rating ?? "none yet"} · ${km(a.distance_m)} · ` +
+        `${a.completed_jobs} done, ${a.released} given back, ${a.vanished} vanished` +
+        (a.busy ? " · busy" : "") + (a.qualified ? "" : " · not qualified") +
+        (a.assigned ? " · assigned" : ""));
+  if (!applications.length) $("applicants").replaceChildren(Object.assign(document.createElement("li"), { textContent: "nobody yet" }));
+}
+
 function apply(event) {
+  if (event.id) {
+    if (state.seen.has(event.id)) return; // heard over the socket and pulled too: once
+    state.seen.add(event.id);
+    if (state.seen.size > 5000) state.seen.delete(state.seen.values().next().value);
+  }
   state.events.unshift(event);
   state.events.length = Math.min(state.events.length, 200);
   const when = state.now();
+  if (event.type.startsWith("application.")) return applied(event);
+  if (event.type === "job.back_to_choice") {
+    return applied({ ...event, type: "application.withdrawn" });
+  }
   if (event.type === "offer.created") {
     const at = event.data.job.location;
     state.waves.push({ id: `${event.job_id}:${event.version}:${event.data.wave}`, job: event.job_id,
@@ -426,6 +488,7 @@ function bboxParam() {
 }
 
 async function pollEvents() {
+  if (state.pushing) return; // the socket brings them; polling is the fallback only
   const page = await api(`/ops/events?limit=200${state.cursor ? `&after=${state.cursor}` : ""}`);
   page.events.forEach(apply);
   state.cursor = page.cursor;
@@ -452,6 +515,43 @@ async function pollWorkers() {
 
 async function pollSummary() {
   state.summary = await api("/ops/summary");
+  if (!state.socket) listen(); // an ops token, proven: now listen
+}
+
+// -- push: the WebSocket -------------------------------------------------------------------
+
+function pushState(text) {
+  $("push").textContent = text;
+}
+
+function listen(retry = 1000) {
+  if (state.mode !== "live" || !state.token) return;
+  const base = state.pushUrl || `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+  const socket = new WebSocket(`${base}?token=${encodeURIComponent(state.token)}`);
+  state.socket = socket;
+  socket.onopen = async () => {
+    retry = 1000;
+    try {
+      await pollEvents(); // what happened while it was down (ids keep the overlap apart)
+    } catch (error) { /* the next fallback poll or push brings it */ }
+    state.pushing = true;
+    pushState("Listening: changes arrive over the push socket.");
+  };
+  socket.onmessage = (message) => apply(JSON.parse(message.data));
+  socket.onclose = (closed) => {
+    state.pushing = false;
+    if (state.socket !== socket || state.mode !== "live") return;
+    const why = closed.code === 1013 ? "it fell behind" : closed.code === 1008 ? "the sign-in ended" : "it is down";
+    pushState(`Push socket closed (${why}): polling every second until it reconnects.`);
+    state.timers.push(setTimeout(() => listen(Math.min(retry * 2, 10000)), retry));
+  };
+}
+
+function stopListening() {
+  const socket = state.socket;
+  state.socket = null;
+  state.pushing = false;
+  if (socket) socket.close();
 }
 
 function every(ms, work) {
@@ -483,6 +583,8 @@ function every(ms, work) {
 function stopAll() {
   state.timers.forEach(clearTimeout);
   state.timers = [];
+  stopListening();
+  pushState("");
 }
 
 async function live(config) {
@@ -506,7 +608,8 @@ async function live(config) {
   }
   notice("");
   $("mode").textContent = "Live";
-  every(1000, pollEvents);
+  pushState("Connecting the push socket: polling meanwhile.");
+  every(1000, pollEvents); // the fallback: does nothing while the socket is open
   every(2000, pollJobs);
   every(1500, pollWorkers);
   every(5000, pollSummary);
@@ -523,6 +626,7 @@ function replay(text) {
     return;
   }
   state.mode = "replay";
+  state.seen.clear();
   state.jobs.clear();
   state.workers.clear();
   state.events = [];
@@ -597,6 +701,7 @@ async function start() {
   state.bbox = (fromUrl || config.bbox).split(",").map(Number);
   state.area = [...state.bbox];
   state.tiles = config.tiles || null;
+  state.pushUrl = config.push_url || null;
   $("zoom-in").onclick = () => zoom(0.7);
   $("zoom-out").onclick = () => zoom(1.4);
   $("map").addEventListener("keydown", (e) => {
@@ -607,6 +712,13 @@ async function start() {
     else return;
     e.preventDefault();
   });
+  const pick = (e) => {
+    const key = e.target.closest("li")?.dataset.key;
+    const job = key && state.jobs.get(key);
+    if (job && job.assignment === "business_choice") showApplicants(key).catch(() => {});
+  };
+  $("open-jobs").addEventListener("click", pick);
+  $("open-jobs").addEventListener("keydown", (e) => { if (e.key === "Enter") pick(e); });
   $("replay-file").addEventListener("change", async (e) => {
     const file = e.target.files[0];
     if (file) replay(await file.text());

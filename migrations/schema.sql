@@ -21,6 +21,30 @@ SET client_min_messages = warning;
 SET row_security = off;
 
 --
+-- Name: dispatch_application_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_application_document AS (
+	job_id uuid,
+	worker_id text,
+	applied_at text,
+	note text
+);
+
+
+--
+-- Name: dispatch_back_to_choice_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_back_to_choice_document AS (
+	worker_id text,
+	reason text,
+	applicants integer,
+	choose_by text
+);
+
+
+--
 -- Name: dispatch_event_document; Type: TYPE; Schema: public; Owner: -
 --
 
@@ -74,7 +98,11 @@ CREATE TYPE public.dispatch_job_document AS (
 	after_photo_id uuid,
 	rating smallint,
 	created_at text,
-	updated_at text
+	updated_at text,
+	assignment text,
+	auto_pick boolean,
+	choose_within_s integer,
+	offer_first_to text
 );
 
 
@@ -98,7 +126,35 @@ CREATE TYPE public.dispatch_job_summary_document AS (
 
 CREATE TYPE public.dispatch_job_unfilled_document AS (
 	waves integer,
-	offered integer
+	offered integer,
+	reason text,
+	applicants integer
+);
+
+
+--
+-- Name: dispatch_offer_reason_document; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.dispatch_offer_reason_document AS (
+	policy text,
+	rank integer,
+	supply integer,
+	distance_m double precision,
+	rating double precision,
+	min_rating double precision,
+	offers integer,
+	accepts integer,
+	declines integer,
+	silences integer,
+	releases integer,
+	leases_run_out integer,
+	answer_s double precision,
+	idle_s integer,
+	round_declines integer,
+	chance double precision,
+	soon double precision,
+	score double precision
 );
 
 
@@ -111,8 +167,39 @@ CREATE TYPE public.dispatch_offer_created_document AS (
 	distance_m numeric,
 	wave integer,
 	radius_m integer,
-	job public.dispatch_job_summary_document
+	job public.dispatch_job_summary_document,
+	why public.dispatch_offer_reason_document
 );
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: job_applications; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_applications (
+    job_id uuid NOT NULL,
+    worker_id text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    note text,
+    withdrawn_at timestamp with time zone,
+    CONSTRAINT job_applications_note_length CHECK ((char_length(note) <= 280))
+);
+
+
+--
+-- Name: dispatch_application_json(public.job_applications); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_application_json(a public.job_applications) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+  SELECT row_to_json(ROW(a.job_id, a.worker_id, dispatch_time(a.applied_at),
+                         a.note)::dispatch_application_document)
+$$;
 
 
 --
@@ -183,10 +270,6 @@ CREATE FUNCTION public.dispatch_uuid7() RETURNS uuid
 $$;
 
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
 --
 -- Name: job_events; Type: TABLE; Schema: public; Owner: -
 --
@@ -231,7 +314,8 @@ CREATE FUNCTION public.dispatch_event(e public.job_events) RETURNS json
     AS $$
   SELECT row_to_json(ROW(
     e.id, e.job_id, e.type, e.version, e.actor, dispatch_time(e.occurred_at),
-    row_to_json(jsonb_populate_record(NULL::dispatch_job_document, e.data))
+    row_to_json(jsonb_populate_record(NULL::dispatch_job_document,
+                                      '{"assignment": "first_come"}'::jsonb || e.data))
   )::dispatch_event_document)
 $$;
 
@@ -250,7 +334,7 @@ CREATE TABLE public.offer_events (
     data jsonb DEFAULT '{}'::jsonb NOT NULL,
     published_at timestamp with time zone,
     tx xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    CONSTRAINT offer_events_type_valid CHECK ((type = ANY (ARRAY['offer.created'::text, 'job.unfilled'::text]))),
+    CONSTRAINT offer_events_type_valid CHECK ((type = ANY (ARRAY['offer.created'::text, 'job.unfilled'::text, 'application.created'::text, 'application.withdrawn'::text, 'job.back_to_choice'::text]))),
     CONSTRAINT offer_events_version_positive CHECK ((version > 0))
 );
 
@@ -269,6 +353,12 @@ CREATE FUNCTION public.dispatch_event(e public.offer_events) RETURNS json
         THEN row_to_json(jsonb_populate_record(NULL::dispatch_offer_created_document, e.data))
       WHEN 'job.unfilled'
         THEN row_to_json(jsonb_populate_record(NULL::dispatch_job_unfilled_document, e.data))
+      WHEN 'application.created'
+        THEN row_to_json(jsonb_populate_record(NULL::dispatch_application_document, e.data))
+      WHEN 'application.withdrawn'
+        THEN row_to_json(jsonb_populate_record(NULL::dispatch_application_document, e.data))
+      WHEN 'job.back_to_choice'
+        THEN row_to_json(jsonb_populate_record(NULL::dispatch_back_to_choice_document, e.data))
     END
   )::dispatch_event_document)
 $$;
@@ -308,12 +398,23 @@ CREATE TABLE public.jobs (
     min_rating numeric(3,2),
     rating smallint,
     mercator point GENERATED ALWAYS AS (public.dispatch_mercator(lat, lng)) STORED,
+    assignment text DEFAULT 'first_come'::text NOT NULL,
+    auto_pick boolean,
+    choose_within_s integer,
+    choose_by timestamp with time zone,
+    offer_first_to text,
     CONSTRAINT jobs_assignee_iff_taken CHECK (((status = ANY (ARRAY['assigned'::text, 'in_progress'::text, 'completed'::text])) = (assignee_id IS NOT NULL))),
+    CONSTRAINT jobs_assignment_valid CHECK ((assignment = ANY (ARRAY['first_come'::text, 'business_choice'::text]))),
+    CONSTRAINT jobs_auto_pick_needs_a_deadline CHECK (((NOT auto_pick) OR (choose_within_s IS NOT NULL))),
+    CONSTRAINT jobs_choice_settings_only_for_choice CHECK ((((assignment = 'business_choice'::text) = (auto_pick IS NOT NULL)) AND ((assignment = 'business_choice'::text) OR (choose_within_s IS NULL)))),
+    CONSTRAINT jobs_choose_by_iff_deadline CHECK (((choose_by IS NULL) = (choose_within_s IS NULL))),
+    CONSTRAINT jobs_choose_within_positive CHECK ((choose_within_s > 0)),
     CONSTRAINT jobs_lat_range CHECK (((lat >= ('-90'::integer)::double precision) AND (lat <= (90)::double precision))),
     CONSTRAINT jobs_lease_iff_assigned CHECK (((status = 'assigned'::text) = (lease_expires_at IS NOT NULL))),
     CONSTRAINT jobs_lease_within_window CHECK ((lease_expires_at <= window_end)),
     CONSTRAINT jobs_lng_range CHECK (((lng >= ('-180'::integer)::double precision) AND (lng <= (180)::double precision))),
     CONSTRAINT jobs_min_rating_range CHECK (((min_rating >= (1)::numeric) AND (min_rating <= (5)::numeric))),
+    CONSTRAINT jobs_offer_first_to_valid CHECK ((offer_first_to = 'favourites'::text)),
     CONSTRAINT jobs_photo_gate CHECK ((((status <> 'in_progress'::text) OR (before_photo_id IS NOT NULL)) AND ((status <> 'completed'::text) OR ((before_photo_id IS NOT NULL) AND (after_photo_id IS NOT NULL))))),
     CONSTRAINT jobs_photos_differ CHECK (((before_photo_id IS NULL) OR (before_photo_id IS DISTINCT FROM after_photo_id))),
     CONSTRAINT jobs_rated_only_when_completed CHECK (((rating IS NULL) OR (status = 'completed'::text))),
@@ -359,7 +460,11 @@ CREATE FUNCTION public.dispatch_job_json(j public.jobs) RETURNS json
     j.after_photo_id,
     j.rating,
     dispatch_time(j.created_at),
-    dispatch_time(j.updated_at))::dispatch_job_document)
+    dispatch_time(j.updated_at),
+    j.assignment,
+    j.auto_pick,
+    j.choose_within_s,
+    j.offer_first_to)::dispatch_job_document)
 $$;
 
 
@@ -438,6 +543,10 @@ BEGIN
            AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = worker), '{}')
            AND (j.min_rating IS NULL
                 OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = worker))
+           -- Never a job of a business that blocked the worker (its primary key, per job).
+           AND NOT EXISTS (SELECT 1 FROM rosters r
+                            WHERE r.business_id = j.business_id AND r.worker_id = worker
+                              AND r.list = 'blocked')
          ORDER BY j.mercator <-> origin
     LOOP
       EXIT WHEN step.map_distance * floor_m > least(kth_m, radius_m);
@@ -485,6 +594,46 @@ $$;
 
 
 --
+-- Name: job_applications_not_from_blocked(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.job_applications_not_from_blocked() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM rosters r JOIN jobs j ON j.business_id = r.business_id
+              WHERE j.id = NEW.job_id AND r.worker_id = NEW.worker_id
+                AND r.list = 'blocked') THEN
+    RAISE EXCEPTION 'the business of job % blocked worker %', NEW.job_id, NEW.worker_id
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'job_applications_not_from_blocked';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: job_applications_only_while_choosing(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.job_applications_only_while_choosing() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM 1 FROM jobs
+    WHERE id = NEW.job_id AND status = 'open' AND assignment = 'business_choice'
+      AND window_end > now()
+    FOR SHARE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'job % is not open for applications', NEW.job_id
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'job_applications_only_while_choosing';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+--
 -- Name: job_offers_only_while_open(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -498,6 +647,58 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'job % is not open at version %', NEW.job_id, NEW.job_version
       USING ERRCODE = 'check_violation', CONSTRAINT = 'job_offers_only_while_open';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_back_to_choice(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_back_to_choice() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  remaining integer;
+BEGIN
+  IF NEW.choose_within_s IS NOT NULL AND NOT NEW.auto_pick THEN
+    NEW.choose_by := now() + make_interval(secs => NEW.choose_within_s);
+  END IF;
+  UPDATE job_applications SET withdrawn_at = now()
+   WHERE job_id = NEW.id AND worker_id = OLD.assignee_id AND withdrawn_at IS NULL;
+  SELECT count(*) INTO remaining FROM job_applications
+   WHERE job_id = NEW.id AND withdrawn_at IS NULL;
+  INSERT INTO offer_events (job_id, type, version, actor, occurred_at, data)
+  VALUES (NEW.id, 'job.back_to_choice', NEW.version, 'system', NEW.updated_at,
+          jsonb_build_object(
+              'worker_id', OLD.assignee_id,
+              -- a lease that had run out: vanished (the job's own event, job.reopened or
+              -- job.released, says which move it was)
+              'reason', CASE WHEN OLD.lease_expires_at <= now() THEN 'vanished'
+                             ELSE 'released' END,
+              'applicants', remaining,
+              'choose_by', dispatch_time(NEW.choose_by)));
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_choice_goes_to_an_applicant(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_choice_goes_to_an_applicant() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM job_applications a
+                  WHERE a.job_id = NEW.id AND a.worker_id = NEW.assignee_id
+                    AND a.withdrawn_at IS NULL) THEN
+    RAISE EXCEPTION 'job % is the business''s to choose: % is not one of its applicants',
+                    NEW.id, NEW.assignee_id
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_choice_goes_to_an_applicant';
   END IF;
   RETURN NEW;
 END
@@ -535,6 +736,25 @@ BEGIN
             USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_held_only_within_the_window';
     END IF;
     RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_never_to_a_blocked_worker(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_never_to_a_blocked_worker() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM rosters r
+              WHERE r.business_id = NEW.business_id AND r.worker_id = NEW.assignee_id
+                AND r.list = 'blocked') THEN
+    RAISE EXCEPTION 'business % blocked worker %', NEW.business_id, NEW.assignee_id
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_never_to_a_blocked_worker';
+  END IF;
+  RETURN NEW;
 END
 $$;
 
@@ -634,7 +854,7 @@ CREATE TABLE public.job_offers (
     distance_m double precision NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT job_offers_distance_nonnegative CHECK ((distance_m >= (0)::double precision)),
-    CONSTRAINT job_offers_wave_positive CHECK ((wave > 0))
+    CONSTRAINT job_offers_wave_positive CHECK ((wave >= 0))
 );
 
 
@@ -648,7 +868,7 @@ CREATE TABLE public.offer_waves (
     wave integer NOT NULL,
     ran_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT offer_waves_version_positive CHECK ((job_version > 0)),
-    CONSTRAINT offer_waves_wave_positive CHECK ((wave > 0))
+    CONSTRAINT offer_waves_wave_positive CHECK ((wave >= 0))
 );
 
 
@@ -663,6 +883,36 @@ CREATE TABLE public.photos (
     content_type text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT photos_content_type_image CHECK ((content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/heic'::text, 'image/webp'::text])))
+);
+
+
+--
+-- Name: push_connections; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.push_connections (
+    connection_id text NOT NULL,
+    caller_id text NOT NULL,
+    roles text[] NOT NULL,
+    connected_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT push_connections_caller_present CHECK ((length(btrim(caller_id)) > 0)),
+    CONSTRAINT push_connections_expire CHECK (((expires_at > connected_at) AND (expires_at <= (connected_at + '02:00:00'::interval)))),
+    CONSTRAINT push_connections_id_shape CHECK ((connection_id ~ '^[A-Za-z0-9_=+/-]{1,128}$'::text)),
+    CONSTRAINT push_connections_known_roles CHECK (((cardinality(roles) > 0) AND (roles <@ ARRAY['business'::text, 'worker'::text, 'ops'::text])))
+);
+
+
+--
+-- Name: rosters; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.rosters (
+    business_id text NOT NULL,
+    worker_id text NOT NULL,
+    list text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT rosters_list_valid CHECK ((list = ANY (ARRAY['favourite'::text, 'blocked'::text])))
 );
 
 
@@ -704,6 +954,14 @@ END) STORED,
 
 ALTER TABLE ONLY public.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (principal, key);
+
+
+--
+-- Name: job_applications job_applications_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_applications
+    ADD CONSTRAINT job_applications_pkey PRIMARY KEY (job_id, worker_id);
 
 
 --
@@ -787,6 +1045,22 @@ ALTER TABLE ONLY public.photos
 
 
 --
+-- Name: push_connections push_connections_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.push_connections
+    ADD CONSTRAINT push_connections_pkey PRIMARY KEY (connection_id);
+
+
+--
+-- Name: rosters rosters_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.rosters
+    ADD CONSTRAINT rosters_pkey PRIMARY KEY (business_id, worker_id);
+
+
+--
 -- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -810,6 +1084,27 @@ CREATE INDEX idempotency_keys_created_at ON public.idempotency_keys USING btree 
 
 
 --
+-- Name: job_applications_current; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_applications_current ON public.job_applications USING btree (job_id) WHERE (withdrawn_at IS NULL);
+
+
+--
+-- Name: job_events_released_by; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_events_released_by ON public.job_events USING btree (actor) WHERE (type = 'job.released'::text);
+
+
+--
+-- Name: job_events_reopened; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_events_reopened ON public.job_events USING btree (job_id, version) WHERE (type = 'job.reopened'::text);
+
+
+--
 -- Name: job_events_stream; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -828,6 +1123,20 @@ CREATE INDEX job_events_unpublished ON public.job_events USING btree (occurred_a
 --
 
 CREATE INDEX job_offers_of_worker ON public.job_offers USING btree (worker_id, created_at DESC);
+
+
+--
+-- Name: jobs_choice_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_choice_due ON public.jobs USING btree (choose_by) WHERE ((status = 'open'::text) AND (assignment = 'business_choice'::text));
+
+
+--
+-- Name: jobs_completed_by_worker; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_completed_by_worker ON public.jobs USING btree (assignee_id) WHERE (status = 'completed'::text);
 
 
 --
@@ -873,6 +1182,13 @@ CREATE INDEX jobs_recently_finished ON public.jobs USING btree (updated_at) WHER
 
 
 --
+-- Name: offer_events_of_job; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX offer_events_of_job ON public.offer_events USING btree (job_id, version);
+
+
+--
 -- Name: offer_events_one_unfilled_per_round; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -894,10 +1210,59 @@ CREATE INDEX offer_events_unpublished ON public.offer_events USING btree (job_id
 
 
 --
+-- Name: push_connections_caller; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_connections_caller ON public.push_connections USING btree (caller_id);
+
+
+--
+-- Name: push_connections_expires; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_connections_expires ON public.push_connections USING btree (expires_at);
+
+
+--
+-- Name: push_connections_ops; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX push_connections_ops ON public.push_connections USING btree (connection_id) WHERE ('ops'::text = ANY (roles));
+
+
+--
+-- Name: job_applications job_applications_not_from_blocked; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER job_applications_not_from_blocked BEFORE INSERT OR UPDATE OF withdrawn_at ON public.job_applications FOR EACH ROW WHEN ((new.withdrawn_at IS NULL)) EXECUTE FUNCTION public.job_applications_not_from_blocked();
+
+
+--
+-- Name: job_applications job_applications_only_while_choosing; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER job_applications_only_while_choosing BEFORE INSERT OR UPDATE OF withdrawn_at ON public.job_applications FOR EACH ROW WHEN ((new.withdrawn_at IS NULL)) EXECUTE FUNCTION public.job_applications_only_while_choosing();
+
+
+--
 -- Name: job_offers job_offers_only_while_open; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER job_offers_only_while_open BEFORE INSERT ON public.job_offers FOR EACH ROW EXECUTE FUNCTION public.job_offers_only_while_open();
+
+
+--
+-- Name: jobs jobs_back_to_choice; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_back_to_choice BEFORE UPDATE OF status ON public.jobs FOR EACH ROW WHEN (((old.status = 'assigned'::text) AND (new.status = 'open'::text) AND (new.assignment = 'business_choice'::text))) EXECUTE FUNCTION public.jobs_back_to_choice();
+
+
+--
+-- Name: jobs jobs_choice_goes_to_an_applicant; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_choice_goes_to_an_applicant BEFORE UPDATE OF status, assignee_id ON public.jobs FOR EACH ROW WHEN (((new.assignment = 'business_choice'::text) AND (new.status = 'assigned'::text) AND (new.assignee_id IS DISTINCT FROM old.assignee_id))) EXECUTE FUNCTION public.jobs_choice_goes_to_an_applicant();
 
 
 --
@@ -912,6 +1277,13 @@ CREATE TRIGGER jobs_expired_only_after_the_window BEFORE INSERT OR UPDATE OF sta
 --
 
 CREATE TRIGGER jobs_held_only_within_the_window BEFORE UPDATE OF lease_expires_at, status ON public.jobs FOR EACH ROW WHEN (((new.lease_expires_at > old.lease_expires_at) OR ((new.lease_expires_at IS NOT NULL) AND (old.lease_expires_at IS NULL)) OR ((old.status = 'assigned'::text) AND (new.status = 'in_progress'::text)))) EXECUTE FUNCTION public.jobs_held_only_within_the_window();
+
+
+--
+-- Name: jobs jobs_never_to_a_blocked_worker; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_never_to_a_blocked_worker BEFORE UPDATE OF status, assignee_id ON public.jobs FOR EACH ROW WHEN (((new.status = 'assigned'::text) AND (new.assignee_id IS DISTINCT FROM old.assignee_id))) EXECUTE FUNCTION public.jobs_never_to_a_blocked_worker();
 
 
 --
@@ -933,6 +1305,14 @@ CREATE TRIGGER jobs_photo_slots_frozen BEFORE UPDATE ON public.jobs FOR EACH ROW
 --
 
 CREATE TRIGGER jobs_rated_once BEFORE UPDATE OF rating ON public.jobs FOR EACH ROW WHEN (((old.rating IS NOT NULL) AND (new.rating IS DISTINCT FROM old.rating))) EXECUTE FUNCTION public.jobs_rated_once();
+
+
+--
+-- Name: job_applications job_applications_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_applications
+    ADD CONSTRAINT job_applications_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
 
 
 --
@@ -996,6 +1376,34 @@ ALTER TABLE ONLY public.offer_waves
 --
 
 GRANT USAGE ON SCHEMA public TO dispatch_app;
+
+
+--
+-- Name: TABLE job_applications; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.job_applications TO dispatch_app;
+
+
+--
+-- Name: COLUMN job_applications.applied_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(applied_at) ON TABLE public.job_applications TO dispatch_app;
+
+
+--
+-- Name: COLUMN job_applications.note; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(note) ON TABLE public.job_applications TO dispatch_app;
+
+
+--
+-- Name: COLUMN job_applications.withdrawn_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(withdrawn_at) ON TABLE public.job_applications TO dispatch_app;
 
 
 --
@@ -1104,6 +1512,13 @@ GRANT UPDATE(rating) ON TABLE public.jobs TO dispatch_app;
 
 
 --
+-- Name: COLUMN jobs.choose_by; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(choose_by) ON TABLE public.jobs TO dispatch_app;
+
+
+--
 -- Name: TABLE idempotency_keys; Type: ACL; Schema: public; Owner: -
 --
 
@@ -1150,6 +1565,34 @@ GRANT SELECT,INSERT ON TABLE public.offer_waves TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.photos TO dispatch_app;
+
+
+--
+-- Name: TABLE push_connections; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.push_connections TO dispatch_app;
+
+
+--
+-- Name: TABLE rosters; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.rosters TO dispatch_app;
+
+
+--
+-- Name: COLUMN rosters.list; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(list) ON TABLE public.rosters TO dispatch_app;
+
+
+--
+-- Name: COLUMN rosters.added_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(added_at) ON TABLE public.rosters TO dispatch_app;
 
 
 --

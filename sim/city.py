@@ -28,7 +28,9 @@ from dispatch_local.events import LambdaContext
 from dispatch_local.gateway import scheduled_event
 from dispatch_local.history import History, Op, outcome_of
 from dispatch_local.invoke import Api, Reply
-from dispatch_local.template import handler_of, queue_consumers, schedules
+from dispatch_local.template import handler_of, queue_consumers, rule_pattern, schedules
+from sim import choosing
+from sim.push import PushSample
 from sim.scenario import Dispatch, LatLng, Scenario
 from sim.transport import Transport
 from sim.world import (
@@ -44,6 +46,7 @@ from sim.world import (
 
 PHOTO = b"\xff\xd8\xff\xe0 a photo of the work"
 POSITIONS_EVERY = 120.0  # seconds of city time between position frames in the replay
+RELAY_PASS_EVERY = 2.0  # seconds of city time between passes of the catch-up relay
 
 
 @dataclass
@@ -64,6 +67,8 @@ class Worker:
     busy_since: float = 0.0
     busy_total: float = 0.0
     seen_offers: set[str] = field(default_factory=set)
+    offered: int = 0  # offers the product made them (how work spreads)
+    taken: int = 0  # jobs they won
 
     @property
     def id(self) -> str:
@@ -95,6 +100,13 @@ class Job:
     nearest_idle_m: float | None = None
     winner_m: float | None = None
     end: str | None = None  # completed | cancelled | expired
+    # The business's choice (sim/choosing.py): whether it chooses, how many applied, who chose
+    # (None: the worker, first come), who got it and their rating then.
+    choice: bool = False
+    applicants: int = 0
+    chosen_by: str | None = None
+    assignee: str | None = None
+    assignee_rating: float | None = None
 
 
 class City:
@@ -111,8 +123,13 @@ class City:
         self.api = Api()
         self.history = History()
         self.requests: Counter[tuple[str, int]] = Counter()
+        # Per function (route, queue consumer, schedule): invocations and seconds spent in
+        # the handler, for the bill (sim/costs.py).
+        self.invocations: Counter[str] = Counter()
+        self.handler_seconds: Counter[str] = Counter()
         self.replay: list[dict[str, Any]] = []
         self.jobs: dict[str, Job] = {}
+        self.favourites: dict[str, set[str]] = {}  # business -> its favourites (choosing.py)
         self.workers = {
             plan.id: Worker(plan, random.Random(f"{scenario.seed}:behaviour:{plan.id}"), plan.home)
             for plan in plan_workers(scenario)
@@ -125,7 +142,24 @@ class City:
         self._consumers = {c.queue: handler_of(c) for c in queue_consumers()}
         (sweeper,) = (s for s in schedules() if s.function == "LeaseSweeperFunction")
         self._sweeper, self._sweeper_function = handler_of(sweeper), sweeper
+        (relay,) = (s for s in schedules() if s.function == "OutboxRelayFunction")
+        self._relay, self._relay_function = handler_of(relay), relay
         transport.bus.observers.append(self.on_event)
+        # Push over real sockets for a sample of the workers (sim/push.py): the template's
+        # push rule feeds the push queue, whose sender and poster run as the other consumers.
+        self.push: PushSample | None = None
+        self._queues = [("OutboxQueue", Transport.OUTBOX), ("OfferQueue", Transport.OFFERS)]
+        if scenario.workers.push_sample:
+            from dispatch.config import settings
+
+            endpoint = settings().push_endpoint or ""
+            self.push = PushSample(scenario, list(self.workers), endpoint)
+            transport.bus.route(rule_pattern("PushQueue"), transport.queues[Transport.PUSH])
+            self._queues += [
+                ("PushQueue", Transport.PUSH),
+                ("PushDeliveryQueue", Transport.PUSH_DELIVERY),
+                ("PushGoneQueue", Transport.PUSH_GONE),
+            ]
         for route in self.api.routes:  # loaded now, not on the run's first requests
             handler_of(route)
 
@@ -158,6 +192,15 @@ class City:
     # -- running --------------------------------------------------------------------------
 
     def run(self) -> None:
+        if self.push is None:
+            return self._run()
+        self.push.start()  # the sample's phones connected before the clock starts
+        try:
+            self._run()
+        finally:
+            self.push.stop()
+
+    def _run(self) -> None:
         self._wall0, self._epoch0 = time.monotonic(), time.time()
         end = self.scenario.seconds
         for arrival in self.arrivals:
@@ -165,6 +208,7 @@ class City:
         for worker in self.workers.values():
             self.at(worker.plan.online_from, self.come_online, worker)
         self.at(0.0, self.sweep)
+        self.at(0.0, self.relay)
         self.at(0.0, self.frame)
         # A long run's heap of plans and records would make every collection slower: what
         # exists now is kept out of the collector, and it runs less often.
@@ -175,6 +219,8 @@ class City:
             if self.progress_seconds > 0 and time.monotonic() >= next_report:
                 print(self.progress_line(), flush=True)
                 next_report = time.monotonic() + self.progress_seconds
+            if self.push is not None:
+                self.hear_pushed()
             when, _, action, args = self._heap[0]
             # Whatever comes first on the city's clock: a queue message falling due, or the
             # next thing a person does.
@@ -208,26 +254,56 @@ class City:
         can be checked against what the product finally holds."""
         for _ in range(2):
             self.sweep(again=False)
+            self.relay(again=False)
             while self.deliver():
+                pass
+        if self.push is not None:  # what is still on its way is counted, too late to act on
+            self.push.settle()
+            for _ in self.push.received(self.city_time, self.jobs):
                 pass
 
     def deliver(self) -> int:
         """Every message that is due, to its consumer (the publisher, the offer waves)."""
         moved = 0
-        for queue, url in (("OutboxQueue", Transport.OUTBOX), ("OfferQueue", Transport.OFFERS)):
+        for queue, url in self._queues:
             while handled := self.transport.deliver(url, self._consume(queue)):
                 moved += handled
         return moved
 
     def _consume(self, queue: str) -> Callable[[dict[str, Any]], Any]:
         handler = self._consumers[queue]
-        return lambda event: handler(event, LambdaContext(function_name=queue, timeout_seconds=10))
+
+        def consume(event: dict[str, Any]) -> Any:
+            began = time.perf_counter()
+            try:
+                return handler(event, LambdaContext(function_name=queue, timeout_seconds=10))
+            finally:
+                self.invocations[queue] += 1
+                self.handler_seconds[queue] += time.perf_counter() - began
+
+        return consume
 
     def sweep(self, again: bool = True) -> None:
         context = LambdaContext(function_name="LeaseSweeperFunction", timeout_seconds=60)
+        began = time.perf_counter()
         self._sweeper(scheduled_event(self._sweeper_function), context)
+        self.invocations["LeaseSweeper"] += 1
+        self.handler_seconds["LeaseSweeper"] += time.perf_counter() - began
         if again:
             self.at(self.present + self.dispatch.sweep_seconds, self.sweep)
+
+    def relay(self, again: bool = True) -> None:
+        """The catch-up relay (its own scheduled function): what no writer sent after its
+        commit, the sweeper's job.reopened and job.expired above all, goes to the outbox
+        queue. In AWS one run a minute makes a pass a second; here a pass every
+        RELAY_PASS_EVERY seconds of the city's time."""
+        context = LambdaContext(function_name="OutboxRelayFunction", timeout_seconds=60)
+        began = time.perf_counter()
+        self._relay(scheduled_event(self._relay_function), context)
+        self.invocations["OutboxRelay"] += 1
+        self.handler_seconds["OutboxRelay"] += time.perf_counter() - began
+        if again:
+            self.at(self.present + RELAY_PASS_EVERY, self.relay)
 
     def frame(self) -> None:
         """Where every online worker is, for the replay."""
@@ -251,7 +327,11 @@ class City:
         op = self.history.invoke(
             Op(who[0] if who else "-", route, method, path, key, body, time.monotonic())
         )
+        began = time.perf_counter()
         reply = self.api.call(method, path, who, body, key=key)
+        function = f"{method} {_route_key(path)}"
+        self.invocations[function] += 1
+        self.handler_seconds[function] += time.perf_counter() - began
         op.completed_at, op.status = time.monotonic(), reply.status
         op.outcome, op.response = outcome_of(reply.status), reply.body
         self.requests[(f"{method} {_route_key(path)}", reply.status)] += 1
@@ -279,13 +359,15 @@ class City:
             job.offers += 1
             job.first_offer = job.first_offer if job.first_offer is not None else when
             worker = self.workers.get(data["worker_id"])
-            if worker is not None and worker.rng.random() >= self.scenario.workers.push_lost:
-                delay = uniform(worker.rng, self.scenario.workers.notify_seconds)
-                self.at(when + delay, self.hear_of, worker, data)
+            if worker is not None:
+                worker.offered += 1
+                self.notify(worker, job, event, when)
             return
         if kind == "job.unfilled":
             job.unfilled, job.unfilled_at = True, when
             return
+        if kind.startswith("application.") or kind == "job.back_to_choice":
+            return  # the business reads its applicants when it looks (choosing.look)
         job.version, job.status = event["version"], data["status"]
         if kind == "job.assigned":
             if job.first_assigned is None:
@@ -293,6 +375,8 @@ class City:
             if job.reopened_at is not None:
                 job.refill_seconds.append(when - job.reopened_at)
                 job.reopened_at = None
+            if job.choice:
+                choosing.assigned(self, job, event, when)
         elif kind == "job.reopened":
             job.leases_lost += 1
             job.reopened_at = when
@@ -301,6 +385,29 @@ class City:
             if kind == "job.completed":
                 wait = uniform(random.Random(job.id), self.scenario.jobs.rating_minutes) * 60
                 self.at(when + wait, self.rate, job)
+
+    def notify(self, worker: Worker, job: Job, event: dict[str, Any], when: float) -> None:
+        """How the worker hears of the offer: a sampled phone when its socket receives it
+        (`hear_pushed`); any other after the modelled delay, unless the push is lost."""
+        if self.push is None:
+            if worker.rng.random() >= self.scenario.workers.push_lost:
+                delay = uniform(worker.rng, self.scenario.workers.notify_seconds)
+                self.at(when + delay, self.hear_of, worker, event["data"])
+        elif self.push.holds(worker.id):
+            self.push.expect(event)
+        elif (after := self.push.tell_rest(worker, job, when)) is not None:
+            self.at(when + after, self.hear_of, worker, event["data"])
+
+    def hear_pushed(self) -> None:
+        """The offers the sample's sockets received: each worker hears theirs at its commit
+        plus the measured delay (sim/push.py says why not times the speed), which the city's
+        clock has passed already; what they do next is planned from that moment."""
+        assert self.push is not None
+        present = self.present
+        for worker_id, data, when in self.push.received(self.city_time, self.jobs):
+            self.present = when
+            self.hear_of(self.workers[worker_id], data)
+        self.present = present
 
     # -- businesses ------------------------------------------------------------------------
 
@@ -316,12 +423,15 @@ class City:
         }
         if arrival.min_rating is not None:
             body["min_rating"] = arrival.min_rating
+        choosing.before_posting(self, arrival.business)
+        body.update(choosing.job_fields(self.dispatch.choosing, self.speed))
         reply = self.call("create", "POST", "/jobs", (arrival.business, "business"), body)
         if reply.status != 201:
             return
         job = Job(reply.body["id"], arrival, self.city_time(reply.body["created_at"]))
         job.nearest_idle_m = self.nearest_idle(arrival, now)
         self.jobs[job.id] = job
+        choosing.posted(self, job)
         self.at(now + arrival.patience, self.lose_patience, job)
 
     def nearest_idle(self, arrival: Arrival, now: float) -> float | None:
@@ -363,11 +473,21 @@ class City:
     def come_online(self, worker: Worker) -> None:
         now = self.present
         if not worker.profiled:
-            self.call("profile", "PUT", "/workers/me", worker.who, {"skills": worker.plan.skills})
+            body = {"skills": worker.plan.skills}
+            profile = self.call("profile", "PUT", "/workers/me", worker.who, body)
+            if profile.status == 200:  # their rating, when the world has a past (run.py)
+                worker.rating = profile.body["rating"]
             worker.profiled = True
         worker.status, worker.online_since, worker.moved_at = "idle", now, now
         worker.heading = worker.rng.uniform(0, 360)
-        self.report(worker)
+        if now == 0:
+            # Out before the run began: their phones report on their own clocks, not all at
+            # the first second (which made every report period one burst the run fell behind
+            # on). A random phase within the period, from a seed of its own.
+            phase = random.Random(f"{self.scenario.seed}:phase:{worker.id}")
+            self.at(phase.uniform(0, self.scenario.workers.report_seconds), self.report, worker)
+        else:
+            self.report(worker)
         self.at(now + self.pull_gap(worker), self.pull, worker)
         self.at(max(now, worker.plan.online_until), self.go_offline, worker)
 
@@ -428,7 +548,7 @@ class City:
         if job_id in worker.seen_offers:
             return
         worker.seen_offers.add(job_id)
-        wait = uniform(worker.rng, self.scenario.workers.response_seconds)
+        wait = uniform(worker.rng, self.scenario.workers.response_seconds) * worker.plan.habit.pace
         self.at(self.present + wait, self.decide, worker, offer)
 
     def decide(self, worker: Worker, offer: dict[str, Any]) -> None:
@@ -438,11 +558,14 @@ class City:
         now = self.present
         self.move(worker, now)
         where = (offer["job"]["location"]["lat"], offer["job"]["location"]["lng"])
-        chance = self.scenario.workers.accept.chance(distance_m(worker.position, where))
+        gap = distance_m(worker.position, where)
+        chance = self.scenario.workers.accept.chance(gap, worker.plan.habit.accept_top)
         if worker.status != "idle" or worker.rng.random() >= chance:
             job.declines += 1
             self.call("decline", "POST", f"/jobs/{job.id}/decline", worker.who, {})
             return
+        if job.choice:
+            return choosing.apply(self, worker, job)  # the business chooses
         body = {"version": offer["job"]["version"]}
         reply = self.call("accept", "POST", f"/jobs/{job.id}/accept", worker.who, body)
         if reply.status != 200:
@@ -454,9 +577,11 @@ class City:
     def take(self, worker: Worker, job: Job, held: dict[str, Any], now: float) -> None:
         spec = self.scenario.workers
         worker.status, worker.job, worker.busy_since = "assigned", job, now
+        worker.taken += 1
         worker.version = held["version"]
         job.winner_m = distance_m(worker.position, job.arrival.location)
-        if worker.rng.random() < spec.no_show:
+        job.assignee, job.assignee_rating = worker.id, worker.rating
+        if worker.rng.random() < worker.plan.habit.no_show:
             worker.status = "gone"  # never heard from again: the lease will run out
             worker.online_total += now - worker.online_since
             return

@@ -24,6 +24,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="times faster than real time (default: the scenario's own `speed`)",
     )
     parser.add_argument(
+        "--seed",
+        type=int,
+        help="another seed for the same city (default: the scenario's own `seed`)",
+    )
+    parser.add_argument(
+        "--hours",
+        type=float,
+        help="city hours to run (default: the scenario's own `hours`)",
+    )
+    parser.add_argument(
+        "--push-sample",
+        type=int,
+        help="workers whose phones hear offers over real sockets (default: the scenario's"
+        " own `[workers] push_sample`; sim/push.py)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         help="where the report, plots and replays go (default: sim/runs/NAME)",
@@ -45,8 +61,13 @@ def main(argv: list[str] | None = None) -> None:
 def simulate(args: argparse.Namespace) -> None:
     try:
         scenario = load(args.scenario)
-        if args.speed is not None:
-            scenario = scenario.model_validate({**scenario.model_dump(), "speed": args.speed})
+        given = {k: getattr(args, k) for k in ("speed", "seed", "hours")}
+        changes = {k: v for k, v in given.items() if v is not None}
+        raw = scenario.model_dump()
+        if getattr(args, "push_sample", None) is not None:
+            changes["workers"] = {**raw["workers"], "push_sample": args.push_sample}
+        if changes:
+            scenario = scenario.model_validate({**raw, **changes})
     except (ScenarioError, ValueError) as error:
         sys.exit(f"scenario error: {error}".splitlines()[0])
     try:  # the plots need it; better said now than after the whole run

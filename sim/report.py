@@ -85,7 +85,16 @@ ROWS: list[tuple[str, Any]] = [
         f"{fmt(k['winner_over_nearest']['p50'], digits=2)} / "
         f"{fmt(k['winner_over_nearest']['p90'], digits=2)}"
     )),
+    ("assigned worker's rating at assignment mean / p50 (rated share)", lambda k: (
+        f"{fmt(k.get('assignee_rating_mean'), digits=2)} / "
+        f"{fmt(k.get('assignee_rating_p50'), digits=2)} ({pct(k.get('assignee_rated_share'))})"
+    )),
     ("worker utilisation", lambda k: pct(k["utilisation"])),
+    ("online workers never offered a job", lambda k: pct(k.get("never_offered_share"))),
+    ("Gini of jobs per online worker / of offers", lambda k: (
+        f"{fmt(k.get('gini_jobs_per_worker'), digits=2)} / "
+        f"{fmt(k.get('gini_offers_per_worker'), digits=2)}"
+    )),
     ("requests / 5xx / dead letters", lambda k: (
         f"{k['requests']:,} / {k['errors_5xx']} / {k['dead_letters']}"
     )),
@@ -103,6 +112,59 @@ def trio(p: dict[str, float | None]) -> str:
     return " / ".join(fmt(p[q], digits=0) for q in ("p50", "p90", "p99"))
 
 
+def pair(p: dict[str, float | None], digits: int = 1) -> str:
+    return f"{fmt(p['p50'], digits=digits)} / {fmt(p['p90'], digits=digits)}"
+
+
+PUSH_ROWS: list[tuple[str, Any]] = [
+    ("phones with a socket: sampled / connected", lambda p: f"{p['sample']} / {p['connected']}"),
+    ("offers to them: made / received on the phone / lost", lambda p: (
+        f"{p['offers']:,} / {p['heard']:,} / {p['lost']:,}"
+    )),
+    ("push delay measured, commit to device, p50 / p90 / p99 / max (ms)", lambda p: (
+        f"{fmt(p['delay_ms']['p50'], digits=0)} / {fmt(p['delay_ms']['p90'], digits=0)} / "
+        f"{fmt(p['delay_ms']['p99'], digits=0)} / {fmt(p['delay_ms']['max'], digits=0)}"
+    )),
+    ("time to first offer seen on a device p50 / p90 (s; jobs)", lambda p: (
+        f"{pair(p['first_offer_seen_s'])} ({p['jobs_seen']})"
+    )),
+    ("the rest: delay p50 / p90 (s); drawn from the measured / the model", lambda p: (
+        f"{pair(p['rest']['delay_s'], digits=2)}; {p['rest']['from_measured']:,} /"
+        f" {p['rest']['from_model']:,}"
+    )),
+    ("the rest: time to first offer heard p50 / p90 (s); lost (modelled)", lambda p: (
+        f"{pair(p['rest']['first_offer_heard_s'])}; {p['rest']['lost']:,}"
+    )),
+    ("the model: notify_seconds / push_lost", lambda p: (
+        f"{p['model']['notify_seconds'][0]:g}-{p['model']['notify_seconds'][1]:g} s /"
+        f" {pct(p['model']['push_lost'])}"
+    )),
+]  # fmt: skip
+
+
+def push_section(outcomes: list[Outcome]) -> list[str]:
+    """The push sample (sim/push.py): what its sockets measured, beside the model."""
+    if not outcomes:
+        return []
+    lines = [
+        "",
+        "## Push over real sockets",
+        "",
+        "A seeded sample of the workers held a WebSocket to the product's push path (the bus's"
+        " push rule, the sender, the poster, the management API, the local WebSocket API) and"
+        " heard each offer when their socket received it: its commit plus the delay measured"
+        " (wall seconds, counted as the city's: the path is not slowed by the speed). The"
+        " rest heard after a delay drawn from the sample's (the model's `notify_seconds`"
+        " until the sample had measured enough) and lost the model's share.",
+        "",
+        "| | " + " | ".join(o.dispatch.name for o in outcomes) + " |",
+        "| --- |" + " ---: |" * len(outcomes),
+    ]
+    for label, cell in PUSH_ROWS:
+        lines.append(f"| {label} | " + " | ".join(cell(o.kpis["push"]) for o in outcomes) + " |")
+    return lines
+
+
 def markdown(scenario: Scenario, outcomes: list[Outcome], plots: list[str]) -> str:
     names = [o.dispatch.name for o in outcomes]
     lines = [
@@ -116,12 +178,14 @@ def markdown(scenario: Scenario, outcomes: list[Outcome], plots: list[str]) -> s
         "",
         "| | " + " | ".join(names) + " |",
         "| --- |" + " ---: |" * len(names),
+        "| offer policy | " + " | ".join(o.dispatch.offer_policy for o in outcomes) + " |",
         "| offer waves (size@radius m) | "
         + " | ".join(o.dispatch.offer_waves for o in outcomes)
         + " |",
     ]
     for label, cell in ROWS:
         lines.append(f"| {label} | " + " | ".join(cell(o.kpis) for o in outcomes) + " |")
+    lines += push_section([o for o in outcomes if "push" in o.kpis])
     lines += ["", "## The history checker", ""]
     for outcome in outcomes:
         found = outcome.violations

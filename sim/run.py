@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from sim import choosing, push
 from sim.scenario import Dispatch, Scenario
 
 # The product's settings that carry a duration, in the scenario's (real) seconds.
@@ -32,7 +33,26 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
     def seconds(value: float, least: int = 1) -> str:
         return str(max(least, round(value / speed)))
 
-    return {
+    knobs = {
+        f"DISPATCH_{name.upper()}": str(value)
+        for name in (
+            "offer_target",
+            "offer_prior_accept",
+            "offer_half_distance_m",
+            "offer_decline_discount",
+            "offer_idle_weight",
+            "offer_min_size",
+            "offer_max_size",
+        )
+        if (value := getattr(dispatch, name)) is not None
+    }
+    knobs["DISPATCH_OFFER_HORIZON_SECONDS"] = seconds(dispatch.offer_horizon_seconds or 20)
+    if dispatch.offer_history_seconds is not None:
+        knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(dispatch.offer_history_seconds)
+    else:  # the product's default, two hours of the city's time
+        knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(7200)
+    return knobs | {
+        "DISPATCH_OFFER_POLICY": dispatch.offer_policy,
         "DISPATCH_OFFER_WAVES": dispatch.offer_waves,
         "DISPATCH_OFFER_WAVE_INTERVAL_SECONDS": seconds(dispatch.wave_interval_seconds, 0),
         "DISPATCH_OFFER_NEXT_WAVE_ON_DECLINES": str(dispatch.next_wave_on_declines).lower(),
@@ -110,6 +130,32 @@ class Services:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# The world's past: the simulator's own setup, written straight into the run's fresh database
+# (as its owner, before the first request), not through the product, which has no route for
+# history. Only what the product itself records after a rated job: a worker's count of ratings
+# and sum of stars (migrations/0010); the product computes the rating from them and reads it as
+# it reads any other (the profile's reply, a job's min_rating, the applicants' list, the
+# auto-pick). The jobs behind those ratings are not written: a worker's completed jobs count
+# only those of the run.
+WRITE_PAST = """
+INSERT INTO workers (id, skills, ratings, stars) VALUES (%s, %s, %s, %s)
+"""
+
+
+def write_past(scenario: Scenario, database_url: str) -> None:
+    """The ratings the workers received before the run (scenario `workers.prior_ratings`);
+    nothing when the scenario has none, as the marketplace then opens with the run."""
+    from sim.world import plan_workers
+
+    if scenario.workers.prior_ratings is not None:
+        rows = [
+            (plan.id, plan.skills, plan.past.ratings, plan.past.stars)
+            for plan in plan_workers(scenario)
+        ]
+        with psycopg.connect(database_url) as conn, conn.cursor() as cursor:
+            cursor.executemany(WRITE_PAST, rows)
+
+
 @contextmanager
 def environment(values: dict[str, str]) -> Iterator[None]:
     """The run's settings, and the caller's back afterwards (the next run reads them)."""
@@ -139,9 +185,11 @@ def run_one(
                 "OUTBOX_QUEUE_URL": Transport.OUTBOX,
                 "OFFER_QUEUE_URL": Transport.OFFERS,
                 **scaled_environment(scenario, dispatch),
+                **push.environment(scenario),
             }
         ),
     ):
+        write_past(scenario, database_url)
         settings.cache_clear()
         db.close()
         locations.client.cache_clear()
@@ -246,6 +294,47 @@ def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[
         "wall_seconds": wall,
         "requests_per_second": requests / wall if wall else None,
         "lag_s": percentiles(lags) | {"max": lags[-1] if lags else None},
+        **choosing.kpis(city),
+        **push.kpis(city),
+        **fairness(city),
+        "aws": usage(city),
+    }
+
+
+def gini(values: list[float]) -> float | None:
+    """The Gini coefficient (0: everyone the same, near 1: one has all)."""
+    ordered, n = sorted(values), len(values)
+    total = sum(ordered)
+    if n == 0 or total == 0:
+        return None
+    weighted = sum((i + 1) * v for i, v in enumerate(ordered))
+    return (2 * weighted) / (n * total) - (n + 1) / n
+
+
+def fairness(city: Any) -> dict[str, Any]:
+    """How work spread over the workers who were online at some time in the run: the share
+    who were never offered a job, and the Gini coefficient of jobs (won) per worker."""
+    online = [w for w in city.workers.values() if w.online_total > 0 or w.status != "offline"]
+    return {
+        "workers_online": len(online),
+        "never_offered_share": (
+            sum(w.offered == 0 for w in online) / len(online) if online else None
+        ),
+        "gini_jobs_per_worker": gini([float(w.taken) for w in online]),
+        "gini_offers_per_worker": gini([float(w.offered) for w in online]),
+    }
+
+
+def usage(city: Any) -> dict[str, Any]:
+    """What the run asked of AWS, measured (sim/costs.py prices it): invocations and handler
+    seconds per function, queue messages sent and receives, events put on the bus."""
+    transport = city.transport
+    return {
+        "invocations": dict(city.invocations),
+        "handler_seconds": {k: round(v, 3) for k, v in city.handler_seconds.items()},
+        "sqs_sent": {url.rsplit("/", 1)[-1]: q.sent for url, q in transport.queues.items()},
+        "sqs_receives": transport.deliveries,
+        "events_put": transport.bus.put,
     }
 
 

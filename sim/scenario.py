@@ -12,9 +12,11 @@ freshness, sweep period) are scaled through their own settings by that factor.
 import math
 import tomllib
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sim.choosing import Choosing
 
 Probability = Annotated[float, Field(ge=0, le=1)]
 NonNegative = Annotated[float, Field(ge=0)]
@@ -83,9 +85,26 @@ class AcceptCurve(Model):
     midpoint_m: Positive = 3000
     width_m: Positive = 800
 
-    def chance(self, distance_m: float) -> float:
+    def chance(self, distance_m: float, top: float | None = None) -> float:
+        """With `top`, a worker's own (their habit) instead of everyone's."""
         exponent = min(50.0, (distance_m - self.midpoint_m) / self.width_m)
-        return self.top / (1 + math.exp(exponent))
+        return (self.top if top is None else top) / (1 + math.exp(exponent))
+
+
+class Habits(Model):
+    """How workers differ (sim/world.py, `draw_habit`): each worker's habits are drawn once,
+    from the worker's own seed, and kept for the run. The product never sees them; it sees
+    only what the workers do. Every spread 0: every worker alike (the world before habits)."""
+
+    # Each worker's accept curve `top` ~ Beta with mean `accept.top` and this standard
+    # deviation: some take most offers, some few. (A mean of 0 or 1 has no spread.)
+    acceptance_sd: NonNegative = 0.2
+    # Each worker's answer delay is `response_seconds` times their pace, pace ~ lognormal with
+    # median 1 and this sigma: some answer in seconds, some in minutes.
+    answer_pace_sigma: NonNegative = 0.7
+    # Each worker's chance to vanish after accepting ~ Beta with mean `no_show` and this
+    # standard deviation: a few workers do most of the vanishing.
+    no_show_sd: NonNegative = 0.08
 
 
 class Workers(Model):
@@ -102,9 +121,44 @@ class Workers(Model):
     no_show: Probability = 0.04  # wins, then vanishes: the lease runs out
     release: Probability = 0.03  # wins, then gives the job back on the way
     push_lost: Probability = 0.05  # the notification never arrives; a pull finds the offer
+    # A seeded sample of this many workers hold a real WebSocket to the product's push path
+    # and hear an offer when their socket receives it; the rest hear after a delay drawn from
+    # what the sample measured (sim/push.py). 0: every worker the model above.
+    push_sample: Annotated[int, Field(ge=0)] = 0
     pull_minutes: Positive = 5  # an idle worker opens the app now and then
     work_minutes: Between = Between(low=20, high=60)
     return_home: bool = False  # after a job: back home, or stay where the job was
+    habits: Habits = Habits()
+    # The marketplace before the run (sim/world.py, `draw_past`): how many ratings each worker
+    # had already received, drawn per worker between low and high (unset: nobody was ever
+    # rated, the marketplace opens with the run). The past stars follow `jobs.stars`, each
+    # worker with a mix of their own around it: Dirichlet with `prior_stars_alike` times those
+    # weights (the larger, the more alike the workers: with 10 and the default stars, 95 of 100
+    # workers rated 50 times have a damped rating of 3.6 to 4.7). The run writes this past into
+    # its fresh database before the first request (sim/run.py, `write_past`).
+    prior_ratings: Between | None = None
+    prior_stars_alike: Positive = 10
+
+    @model_validator(mode="after")
+    def _push_sample_of_the_workers(self) -> Self:
+        if self.push_sample > self.count:
+            raise ValueError(
+                f"push_sample: {self.push_sample} is more than the {self.count} workers"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _habits_drawable(self) -> Self:
+        for name, mean, sd in (
+            ("acceptance_sd", self.accept.top, self.habits.acceptance_sd),
+            ("no_show_sd", self.no_show, self.habits.no_show_sd),
+        ):
+            if sd > 0 and 0 < mean < 1 and not sd**2 < mean * (1 - mean):
+                raise ValueError(
+                    f"habits.{name}: {sd} is too wide for a mean of {mean} (a Beta needs"
+                    f" sd^2 < mean * (1 - mean); 0 makes everyone alike)"
+                )
+        return self
 
 
 class Jobs(Model):
@@ -133,6 +187,20 @@ class Dispatch(Model):
     lease_seconds: Positive = 600
     location_fresh_seconds: Positive = 120
     sweep_seconds: Positive = 60
+    # Who a wave offers to (DISPATCH_OFFER_POLICY): the seed's `nearest`, or `likely`.
+    offer_policy: Literal["nearest", "likely"] = "nearest"
+    # The `likely` policy's knobs (DISPATCH_OFFER_*; unset: the product's defaults). Durations
+    # in real seconds, scaled like the others.
+    offer_history_seconds: Positive | None = None
+    offer_horizon_seconds: Positive | None = None
+    offer_target: Annotated[float, Field(gt=0, lt=1)] | None = None
+    offer_prior_accept: Annotated[float, Field(gt=0, le=1)] | None = None
+    offer_half_distance_m: Positive | None = None
+    offer_decline_discount: Annotated[float, Field(gt=0, le=1)] | None = None
+    offer_idle_weight: NonNegative | None = None
+    offer_min_size: Annotated[int, Field(gt=0)] | None = None
+    offer_max_size: Annotated[int, Field(gt=0)] | None = None
+    choosing: Choosing = Choosing()  # how businesses assign (sim/choosing.py)
 
     @model_validator(mode="after")
     def _waves_parse(self) -> Self:

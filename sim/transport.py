@@ -43,6 +43,7 @@ class Queue:
     messages: deque[Message] = field(default_factory=deque)
     dead: list[Message] = field(default_factory=list)
     seen: dict[str, float] = field(default_factory=dict)  # deduplication id -> when
+    sent: int = 0  # SendMessage entries accepted (what SQS bills, with the receives)
 
     @property
     def arn(self) -> str:
@@ -50,6 +51,7 @@ class Queue:
 
     def put(self, body: str, group: str | None, dedup: str | None, delay: float) -> str:
         now = time.monotonic()
+        self.sent += 1
         if dedup is not None:
             if now - self.seen.get(dedup, -1e9) < DEDUP_SECONDS:
                 return str(uuid.uuid4())  # accepted, and dropped: the relay is at least once
@@ -116,17 +118,31 @@ class Sqs:
 
 
 class Bus:
-    """What the product calls on `aws.client("events")`: each entry goes to the observers."""
+    """What the product calls on `aws.client("events")`: each entry goes to the observers,
+    and to the queue of every rule whose pattern it matches (as EventBridge's SQS target
+    receives it: the event's envelope, its `detail` the product's event)."""
 
     def __init__(self) -> None:
         self.observers: list[Callable[[str, dict[str, Any]], None]] = []
+        self.rules: list[tuple[dict[str, Any], Queue]] = []
         self.put = 0
         self.errors: list[str] = []  # the city's own mistakes, never the product's
+
+    def route(self, pattern: dict[str, Any], queue: Queue) -> None:
+        """A rule: the events `pattern` matches to `queue`. Only `source` and `detail-type`
+        are matched (all the template's rules use); any other key is refused."""
+        if not set(pattern) <= {"source", "detail-type"}:
+            raise ValueError(f"the simulator's bus matches source and detail-type only: {pattern}")
+        self.rules.append((pattern, queue))
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         for entry in Entries:
             self.put += 1
             detail = json.loads(entry["Detail"])
+            for pattern, queue in self.rules:
+                fields = {"source": entry["Source"], "detail-type": entry["DetailType"]}
+                if all(fields[key] in values for key, values in pattern.items()):
+                    queue.put(json.dumps(envelope(entry, detail)), None, None, 0.0)
             for observe in self.observers:
                 try:
                     observe(entry["DetailType"], detail)
@@ -135,16 +151,36 @@ class Bus:
         return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
 
 
+def envelope(entry: dict[str, Any], detail: dict[str, Any]) -> dict[str, Any]:
+    """An event as EventBridge hands it to a rule's SQS target."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": entry["DetailType"],
+        "source": entry["Source"],
+        "account": "123456789012",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "region": "us-east-1",
+        "resources": [],
+        "detail": detail,
+    }
+
+
 class Transport:
-    """The outbox queue, the offer queue and the bus, in process, and their consumers."""
+    """The outbox queue, the offer queue, the push queues and the bus, in process, and their
+    consumers. The push queues are fed (the bus's push rule) only when the run samples
+    phones over real sockets (sim/push.py)."""
 
     OUTBOX = "https://sqs.local/123456789012/dispatch-sim-outbox.fifo"
     OFFERS = "https://sqs.local/123456789012/dispatch-sim-offers"
+    PUSH = "https://sqs.local/123456789012/dispatch-sim-push"
+    PUSH_DELIVERY = "https://sqs.local/123456789012/dispatch-sim-push-delivery"
+    PUSH_GONE = "https://sqs.local/123456789012/dispatch-sim-push-gone"
 
     def __init__(self, visibility_seconds: float) -> None:
         self.queues = {
-            self.OUTBOX: Queue(self.OUTBOX, fifo=True, visibility_seconds=visibility_seconds),
-            self.OFFERS: Queue(self.OFFERS, fifo=False, visibility_seconds=visibility_seconds),
+            url: Queue(url, fifo=url.endswith(".fifo"), visibility_seconds=visibility_seconds)
+            for url in (self.OUTBOX, self.OFFERS, self.PUSH, self.PUSH_DELIVERY, self.PUSH_GONE)
         }
         self.sqs = Sqs(self.queues)
         self.bus = Bus()

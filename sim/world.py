@@ -60,12 +60,32 @@ def point_in(rng: random.Random, zone: Zone, border: list[LatLng]) -> LatLng:
 
 
 @dataclass(frozen=True)
+class Habit:
+    """One worker's hidden habits (scenario `[workers.habits]`): only the world reads them."""
+
+    accept_top: float  # the top of their accept curve
+    pace: float  # their answer delay is the scenario's response time times this
+    no_show: float  # their chance to vanish after accepting
+
+
+@dataclass(frozen=True)
+class Past:
+    """What a worker brings from before the run (scenario `workers.prior_ratings`): the
+    ratings they had received and the sum of their stars, as the product counts them."""
+
+    ratings: int = 0
+    stars: int = 0
+
+
+@dataclass(frozen=True)
 class WorkerPlan:
     id: str
     skills: list[str]
     home: LatLng
     online_from: float  # seconds since the run began
     online_until: float
+    habit: Habit
+    past: Past = Past()
 
 
 @dataclass(frozen=True)
@@ -82,6 +102,44 @@ class Arrival:
     work: float  # seconds of work once started
 
 
+def beta(rng: random.Random, mean: float, sd: float) -> float:
+    """A draw from the Beta distribution with this mean and standard deviation (sd 0: the
+    mean itself, and nothing drawn; so too a mean of 0 or 1, which leaves no room to differ)."""
+    if sd <= 0 or not 0 < mean < 1:
+        return mean
+    strength = mean * (1 - mean) / sd**2 - 1
+    return rng.betavariate(mean * strength, (1 - mean) * strength)
+
+
+def draw_habit(scenario: Scenario, worker_id: str) -> Habit:
+    """A worker's habits, from their own seed: the same seed draws the same habits, and the
+    rest of the plan (homes, shifts, arrivals) does not move when the spreads change."""
+    rng = random.Random(f"{scenario.seed}:habits:{worker_id}")
+    spec = scenario.workers
+    spread = spec.habits
+    sigma = spread.answer_pace_sigma
+    return Habit(
+        accept_top=beta(rng, spec.accept.top, spread.acceptance_sd),
+        pace=rng.lognormvariate(0, sigma) if sigma > 0 else 1.0,
+        no_show=beta(rng, spec.no_show, spread.no_show_sd),
+    )
+
+
+def draw_past(scenario: Scenario, worker_id: str) -> Past:
+    """A worker's ratings before the run, from their own seed (as their habits): how many,
+    then their own star mix around the scenario's `jobs.stars` (Dirichlet, drawn as Gammas),
+    then each past rating's stars from that mix."""
+    spec = scenario.workers
+    if spec.prior_ratings is None:
+        return Past()
+    rng = random.Random(f"{scenario.seed}:past:{worker_id}")
+    count = round(uniform(rng, spec.prior_ratings))
+    alike = spec.prior_stars_alike
+    mix = [rng.gammavariate(alike * w, 1) if w > 0 else 0.0 for w in scenario.jobs.stars]
+    stars = rng.choices(range(1, 6), weights=mix, k=count) if count else []
+    return Past(ratings=count, stars=sum(stars))
+
+
 def plan_workers(scenario: Scenario) -> list[WorkerPlan]:
     rng = random.Random(f"{scenario.seed}:workers")
     spec, zones = scenario.workers, scenario.area.zones
@@ -93,13 +151,16 @@ def plan_workers(scenario: Scenario) -> list[WorkerPlan]:
             start = -rng.uniform(0, shift / 2)  # already out for a while
         else:
             start = rng.uniform(0, scenario.seconds)
+        worker_id = f"w-{n:05d}"
         plans.append(
             WorkerPlan(
-                id=f"w-{n:05d}",
+                id=worker_id,
                 skills=pick_skills(rng, spec.skills),
                 home=point_in(rng, zone, scenario.area.border),
                 online_from=max(0.0, start),
                 online_until=start + shift,
+                habit=draw_habit(scenario, worker_id),
+                past=draw_past(scenario, worker_id),
             )
         )
     return plans

@@ -19,7 +19,8 @@ from tests.stacks import short_lease_stack, stack, stack_database_url, stack_hom
 from tests.support import Api
 
 TABLES = (
-    "jobs, job_events, idempotency_keys, workers, photos, offer_waves, job_offers, offer_events"
+    "jobs, job_events, idempotency_keys, workers, photos, offer_waves, job_offers, offer_events,"
+    " push_connections, job_applications, rosters"
 )
 
 

@@ -70,6 +70,8 @@ def model_of(annotation: Any) -> Any:
 
 def in_model_order(value: Any, annotation: Any, where: str = "") -> None:
     """Every object's keys in its model's field order (a field may be left out, never moved)."""
+    if value is None:  # a null has no order; whether the field may be null, the model says
+        return
     annotation = model_of(annotation)
     if isinstance(annotation, type) and issubclass(annotation, Event) and isinstance(value, dict):
         annotation = asyncapi.EVENT_MODELS[value["type"]]  # the event's own model, by its type

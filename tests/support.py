@@ -1,11 +1,13 @@
 """Test helpers: invoking the Lambda handlers in-process with real events, and small factories."""
 
+import asyncio
+import concurrent.futures
 import json
 import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -258,3 +260,10 @@ def on_the_queue(url: str) -> list[str]:
 
 def on_the_bus(tap: str) -> list[dict[str, Any]]:
     return [json.loads(body) for body in on_the_queue(tap)]
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run` in a thread of its own: after a browser test, Playwright's sync API leaves
+    an event loop running in the main thread, where `asyncio.run` refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

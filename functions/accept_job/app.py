@@ -26,6 +26,8 @@ ACCEPT_ANSWERS = answers(
     Code.JOB_UNAVAILABLE,
     Code.VERSION_CONFLICT,
     Code.WORKER_BUSY,
+    Code.BUSINESS_CHOOSES,
+    Code.BLOCKED_BY_BUSINESS,
 )
 NO_VERSION = AcceptJob()  # an empty body means {}
 

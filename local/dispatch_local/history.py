@@ -14,7 +14,11 @@ Checking (after the run, against the history and the database as the system left
   whose outcome is unknown (never from a refused one);
 - no worker with two live jobs, replaying the events in the order they were written;
 - every expired lease reopened: no job is left assigned with a lease long past;
-- every committed event published (recorded by the publisher as put on the bus);
+- the business's choice: a business_choice job is assigned only by its business or the
+  auto-pick (never by an accept), only to a worker who had applied for it, and no job to a
+  worker its business had blocked; every standing application has its application.created;
+- every committed event published (recorded by the publisher as put on the bus), the
+  application events too;
 - replays identical: a retry with the same key heard exactly what the first request heard.
 """
 
@@ -32,6 +36,7 @@ from dispatch.db import Connection
 EVENT_OF_ROUTE = {
     "create": "job.created",
     "accept": "job.assigned",
+    "assign": "job.assigned",  # the business's choice: the business is the actor
     "attach": "job.photo_attached",
     "rate": "job.rated",
 }
@@ -102,7 +107,8 @@ def outcome_of(status: int | None) -> str:
 def check(history: History, conn: Connection, lease_grace_seconds: float = 30) -> list[str]:
     """Every violation found, as sentences; empty when the history is consistent."""
     events = conn.execute(
-        "SELECT id, job_id::text AS job_id, type, version, actor FROM job_events ORDER BY id"
+        "SELECT id, job_id::text AS job_id, type, version, actor,"
+        " data ->> 'assignee_id' AS assignee FROM job_events ORDER BY id"
     ).fetchall()
     return [
         *one_winner_per_version(history.ops),
@@ -111,6 +117,7 @@ def check(history: History, conn: Connection, lease_grace_seconds: float = 30) -
         *one_event_per_change(history.ops, events),
         *no_worker_holds_two(events),
         *expired_leases_reopened(conn, lease_grace_seconds),
+        *choices_kept(conn),
         *every_event_published(conn),
     ]
 
@@ -118,7 +125,7 @@ def check(history: History, conn: Connection, lease_grace_seconds: float = 30) -
 def one_winner_per_version(ops: Iterable[Op]) -> Iterator[str]:
     winners: dict[tuple[str, int], set[str]] = defaultdict(set)
     for op in ops:
-        if op.route == "accept" and op.job and op.retry_of is None:
+        if op.route in ("accept", "assign") and op.job and op.retry_of is None:
             winners[(op.job["id"], op.job["version"])].add(op.client)
     for (job_id, version), clients in winners.items():
         if len(clients) > 1:
@@ -202,7 +209,7 @@ def no_worker_holds_two(events: list[dict[str, Any]]) -> Iterator[str]:
     for e in events:
         job_id = e["job_id"]
         if e["type"] == "job.assigned":
-            worker = e["actor"]
+            worker = e.get("assignee") or e["actor"]  # an assign's actor is who chose
             previous = holder.pop(job_id, None)  # a retake of an expired lease ends the last one
             if previous is not None:
                 live.pop(previous, None)
@@ -224,10 +231,53 @@ def expired_leases_reopened(conn: Connection, grace_seconds: float) -> Iterator[
         yield f"job {row['job_id']} still assigned, lease expired at {row['lease_expires_at']}"
 
 
+# The business's choice, read from the events and the tables as the run left them.
+CHOICES_BROKEN = """
+SELECT 'accepted' AS broken, e.job_id::text AS job_id, e.version, e.data ->> 'assignee_id' AS who
+  FROM job_events e JOIN jobs j ON j.id = e.job_id
+ WHERE e.type = 'job.assigned' AND j.assignment = 'business_choice'
+   AND e.actor = e.data ->> 'assignee_id'
+UNION ALL
+SELECT 'not an applicant', e.job_id::text, e.version, e.data ->> 'assignee_id'
+  FROM job_events e JOIN jobs j ON j.id = e.job_id
+ WHERE e.type = 'job.assigned' AND j.assignment = 'business_choice'
+   AND NOT EXISTS (SELECT 1 FROM job_applications a
+                    WHERE a.job_id = e.job_id AND a.worker_id = e.data ->> 'assignee_id'
+                      AND a.applied_at <= e.occurred_at)
+UNION ALL
+SELECT 'blocked', e.job_id::text, e.version, e.data ->> 'assignee_id'
+  FROM job_events e JOIN jobs j ON j.id = e.job_id
+  JOIN rosters r ON r.business_id = j.business_id AND r.worker_id = e.data ->> 'assignee_id'
+ WHERE e.type = 'job.assigned' AND r.list = 'blocked' AND r.added_at < e.occurred_at
+UNION ALL
+SELECT 'no application.created', a.job_id::text, NULL, a.worker_id
+  FROM job_applications a
+ WHERE a.withdrawn_at IS NULL
+   AND NOT EXISTS (SELECT 1 FROM offer_events o
+                    WHERE o.job_id = a.job_id AND o.type = 'application.created'
+                      AND o.data ->> 'worker_id' = a.worker_id)
+"""
+SAID = {
+    "accepted": "was accepted by {who} although its business chooses",
+    "not an applicant": "was assigned to {who}, who had not applied",
+    "blocked": "was assigned to {who}, whom its business had blocked",
+    "no application.created": "has an application by {who} without its application.created",
+}
+
+
+def choices_kept(conn: Connection) -> Iterator[str]:
+    for row in conn.execute(CHOICES_BROKEN):
+        at = f" version {row['version']}" if row["version"] is not None else ""
+        yield f"job {row['job_id']}{at} " + SAID[row["broken"]].format(who=row["who"])
+
+
 def every_event_published(conn: Connection) -> Iterator[str]:
     rows = conn.execute("""
         SELECT id::text AS id, type, job_id::text AS job_id FROM job_events
          WHERE published_at IS NULL
+        UNION ALL
+        SELECT id::text, type, job_id::text FROM offer_events
+         WHERE published_at IS NULL AND type LIKE 'application.%'
     """)
     for row in rows:
         yield f"event {row['type']} {row['id']} of job {row['job_id']} never reached the bus"

@@ -156,6 +156,11 @@ def environment_for(function: Function, service_values: dict[str, str]) -> dict[
     for name in list(environment):
         if name in os.environ and name not in service_values:
             environment[name] = os.environ[name]
+    # The push authorizer verifies the local stack's tokens with its signing key (never in the
+    # template: in AWS the issuer's published keys verify).
+    from dispatch_local import tokens
+
+    environment["DISPATCH_JWT_SECRET"] = tokens.signing_key()
     return environment
 
 

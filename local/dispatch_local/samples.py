@@ -4,6 +4,7 @@ embedded one or the running `make dev` stack's.
 
     job 01935f7e-0000-7000-8000-000000000001  open, posted by business-1, needs wash
     job 01935f7e-0000-7000-8000-000000000002  posted by business-1, assigned to worker-2
+    job 01935f7e-0000-7000-8000-000000000003  open, business-1 chooses (no auto-pick), needs wash
     worker-1 (wash, wax) and worker-2 (wash)
 
 Only what is missing is made, through the product's own statements (each job with its
@@ -20,6 +21,7 @@ from dispatch.outbox.sql import with_event
 
 OPEN_JOB = UUID("01935f7e-0000-7000-8000-000000000001")
 HELD_JOB = UUID("01935f7e-0000-7000-8000-000000000002")
+CHOICE_JOB = UUID("01935f7e-0000-7000-8000-000000000003")
 
 
 @dataclass(frozen=True)
@@ -27,20 +29,24 @@ class SampleJob:
     business: str
     skills: tuple[str, ...]
     holder: str | None = None  # the worker who accepted it when it was made
+    assignment: str = "first_come"  # or business_choice (without auto-pick or deadline)
 
 
 JOBS = {
     OPEN_JOB: SampleJob("business-1", ("wash",)),
     HELD_JOB: SampleJob("business-1", ("wash",), holder="worker-2"),
+    CHOICE_JOB: SampleJob("business-1", ("wash",), assignment="business_choice"),
 }
 WORKERS = {"worker-1": ("wash", "wax"), "worker-2": ("wash",)}
 
 # A sample job, born as create_job makes one (open, version 1, its event) but with its own id;
 # its window opens now and lasts thirty days. Nothing when it exists.
 MAKE_JOB = with_event("""
-    INSERT INTO jobs (id, business_id, lat, lng, skills, window_start, window_end)
+    INSERT INTO jobs (id, business_id, lat, lng, skills, window_start, window_end,
+                      assignment, auto_pick)
     VALUES (%(job_id)s, %(business_id)s, 12.9716, 77.5946, %(skills)s,
-            now(), now() + interval '30 days')
+            now(), now() + interval '30 days', %(assignment)s,
+            CASE WHEN %(assignment)s = 'business_choice' THEN false END)
     ON CONFLICT (id) DO NOTHING
     RETURNING *, dispatch_job_json(jobs) AS document
 """)
@@ -85,12 +91,13 @@ def _make_job(conn: Any, job: UUID, spec: SampleJob) -> list[str]:
             "job_id": job,
             "business_id": spec.business,
             "skills": list(spec.skills),
+            "assignment": spec.assignment,
             "event_type": JobEventType.CREATED,
             "actor": spec.business,
         }
         if conn.execute(MAKE_JOB.plain, params).fetchone() is None:
             return []  # it exists: left as it is
-        made.append(f"job {job} (open, posted by {spec.business})")
+        made.append(f"job {job} (open, posted by {spec.business}, {spec.assignment})")
         if spec.holder:
             commands.accept_job(conn, job, spec.holder, None)
             made.append(f"job {job} assigned to {spec.holder}")

@@ -185,3 +185,75 @@ def handler_of(function: Function) -> Callable[[dict[str, Any], Any], Any]:
         load_module(function.code_uri, module_name), function_name
     )
     return handler
+
+
+# -- the WebSocket API (push, issue 23) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebSocketApi:
+    """The template's WebSocket API as the local gateway serves it: each route key ($connect,
+    $disconnect, $default) to the function its integration invokes, and $connect's
+    authorizer function."""
+
+    routes: dict[str, Function]
+    authorizer: Function | None
+
+
+_FUNCTION_ARN = re.compile(r"\$\{(\w+)\.Arn\}")
+
+
+def _function_named(template: dict[str, Any], logical_id: str) -> Function:
+    props = template["Resources"][logical_id]["Properties"]
+    return Function(
+        function=logical_id,
+        code_uri=(REPO_ROOT / str(props["CodeUri"])).resolve(),
+        handler=str(props.get("Handler", "app.lambda_handler")),
+    )
+
+
+def _invoked_function(template: dict[str, Any], uri: Any) -> Function:
+    """The function a `!Sub ...${Name.Arn}/invocations` URI invokes."""
+    text = uri["Sub"] if isinstance(uri, dict) else str(uri)
+    found = _FUNCTION_ARN.search(str(text))
+    if found is None:
+        raise ValueError(f"not a Lambda invocation URI: {text}")
+    return _function_named(template, found.group(1))
+
+
+def websocket_api(template: dict[str, Any] | None = None) -> WebSocketApi | None:
+    template = template or load_template()
+    resources = template.get("Resources", {})
+    found: dict[str, Function] = {}
+    authorizer: Function | None = None
+    for resource in resources.values():
+        if resource.get("Type") != "AWS::ApiGatewayV2::Route":
+            continue
+        props = resource["Properties"]
+        target = props["Target"]
+        integration_id = re.sub(
+            r"^integrations/\$\{(\w+)\}$",
+            r"\1",
+            target["Sub"] if isinstance(target, dict) else target,
+        )
+        integration = resources[integration_id]["Properties"]
+        found[str(props["RouteKey"])] = _invoked_function(template, integration["IntegrationUri"])
+        if props.get("AuthorizationType") == "CUSTOM":
+            authorizer_id = props["AuthorizerId"]["Ref"]
+            authorizer = _invoked_function(
+                template, resources[authorizer_id]["Properties"]["AuthorizerUri"]
+            )
+    return WebSocketApi(found, authorizer) if found else None
+
+
+def rule_pattern(target_queue: str, template: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The event pattern of the bus rule whose target is the queue (its logical id)."""
+    template = template or load_template()
+    for resource in template.get("Resources", {}).values():
+        if resource.get("Type") != "AWS::Events::Rule":
+            continue
+        for target in resource["Properties"].get("Targets", []):
+            if str(target["Arn"].get("GetAtt", "")).split(".")[0] == target_queue:
+                pattern: dict[str, Any] = resource["Properties"]["EventPattern"]
+                return pattern
+    raise ValueError(f"no rule targets {target_queue}")

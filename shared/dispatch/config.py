@@ -6,7 +6,7 @@ default; the local stack and the tests set their own (`dispatch_local.LOCAL_DEFA
 import json
 import sys
 from functools import cache
-from typing import Annotated, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -34,6 +34,13 @@ def _positive_waves(waves: list[Wave]) -> list[Wave]:
     if not waves or any(w.size <= 0 or w.radius_m <= 0 for w in waves):
         raise ValueError("offer waves need a positive size and radius each, and at least one")
     return waves
+
+
+def _names(value: object) -> object:
+    """`a,b`: a comma-separated list; empty items dropped."""
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
 
 
 Waves = Annotated[list[Wave], NoDecode, BeforeValidator(_waves), AfterValidator(_positive_waves)]
@@ -109,12 +116,56 @@ class Settings(BaseSettings):
     )
     # Nearest positions read per wave before the database filters (skills, busy, offered).
     offer_candidate_limit: int = Field(500, gt=0, validation_alias="DISPATCH_OFFER_CANDIDATE_LIMIT")
+    # Who a wave offers to (dispatch.offers.policy): `nearest` (the seed's: nearest first,
+    # rating breaking ties, the wave's size) or `likely` (the workers most likely to take the
+    # job within one interval, from what they did with their recent offers; the round sized
+    # to the supply). The `likely` policy's knobs follow (docs/simulation.md, "Offer policy").
+    offer_policy: Literal["nearest", "likely"] = Field(
+        "nearest", validation_alias="DISPATCH_OFFER_POLICY"
+    )
+    # How far back a worker's answers count, and how many of their latest offers.
+    offer_history_seconds: int = Field(
+        7200, gt=0, validation_alias="DISPATCH_OFFER_HISTORY_SECONDS"
+    )
+    offer_history_offers: int = Field(12, gt=0, validation_alias="DISPATCH_OFFER_HISTORY_OFFERS")
+    # The nearest qualified workers the policy ranks (the rest are too far to matter).
+    offer_pool: int = Field(24, gt=0, validation_alias="DISPATCH_OFFER_POOL")
+    # The chance that someone says yes within the horizon that a wave aims for; the horizon
+    # is how soon a business should hear (shorter than the interval: fast answerers count).
+    offer_target: float = Field(0.8, gt=0, lt=1, validation_alias="DISPATCH_OFFER_TARGET")
+    offer_horizon_seconds: int = Field(20, gt=0, validation_alias="DISPATCH_OFFER_HORIZON_SECONDS")
+    # A worker with no history: this chance of accepting a job at their door.
+    offer_prior_accept: float = Field(
+        0.6, gt=0, le=1, validation_alias="DISPATCH_OFFER_PRIOR_ACCEPT"
+    )
+    # How many offers' worth of that prior a worker's own record must outweigh.
+    offer_prior_weight: float = Field(3.0, gt=0, validation_alias="DISPATCH_OFFER_PRIOR_WEIGHT")
+    # The distance at which the policy expects half as many yeses as at the door.
+    offer_half_distance_m: int = Field(
+        2500, gt=0, validation_alias="DISPATCH_OFFER_HALF_DISTANCE_M"
+    )
+    # Each decline the job already had in this round lowers everyone's chance by this factor
+    # (a job others turned down is harder to place: the wave widens).
+    offer_decline_discount: float = Field(
+        0.85, gt=0, le=1, validation_alias="DISPATCH_OFFER_DECLINE_DISCOUNT"
+    )
+    # Spread work: a worker idle for the whole history window counts this much more.
+    offer_idle_weight: float = Field(0.2, ge=0, validation_alias="DISPATCH_OFFER_IDLE_WEIGHT")
+    # A wave offers at least this many and at most the larger of this and the wave's size.
+    offer_min_size: int = Field(1, gt=0, validation_alias="DISPATCH_OFFER_MIN_SIZE")
+    offer_max_size: int = Field(6, gt=0, validation_alias="DISPATCH_OFFER_MAX_SIZE")
+    # A rating one star above what the job asks (or above 4.0, a new worker's) counts this much
+    # more.
+    offer_rating_weight: float = Field(0.05, ge=0, validation_alias="DISPATCH_OFFER_RATING_WEIGHT")
     photo_bucket: str = Field(min_length=1, validation_alias="PHOTO_BUCKET")
     # The operations console: the map's first view (minLng,minLat,maxLng,maxLat), an optional
     # tile server for a base map ({z}/{x}/{y}), and where ops sign in (Cognito's hosted page).
     console_bbox: str = Field("77.41,12.79,77.78,13.15", validation_alias="DISPATCH_CONSOLE_BBOX")
     console_tiles: str | None = Field(None, validation_alias="DISPATCH_CONSOLE_TILES")
     console_signin_url: str | None = Field(None, validation_alias="DISPATCH_CONSOLE_SIGNIN_URL")
+    # Where the console listens for events (the WebSocket API's wss:// URL); none: this origin's
+    # /ws (the local stack).
+    console_push_url: str | None = Field(None, validation_alias="DISPATCH_CONSOLE_PUSH_URL")
     # Migrations run with their own timeouts, not the API's: a lock wait short and retried (a
     # DDL queued behind a long query would block every query queued behind it), a statement
     # long (an index build, a backfill), both cut to the time the deploy has left.
@@ -126,6 +177,23 @@ class Settings(BaseSettings):
         600_000, gt=0, validation_alias="DISPATCH_MIGRATION_STATEMENT_TIMEOUT_MS"
     )
     photo_upload_seconds: int = Field(900, gt=0, validation_alias="DISPATCH_PHOTO_UPLOAD_SECONDS")
+    # -- push (the WebSocket API) --
+    # Who signs the tokens the $connect authorizer accepts (Cognito's issuer URL in AWS), and
+    # the client ids they may name (`aud` or `client_id`), comma-separated; none: any.
+    jwt_issuer: str | None = Field(None, validation_alias="JWT_ISSUER")
+    jwt_audience: Annotated[list[str], NoDecode, BeforeValidator(_names)] = Field(
+        [], validation_alias="JWT_AUDIENCE"
+    )
+    # The local stack's own signing secret (HS256): set only there; in AWS the issuer's
+    # published keys (RS256) verify.
+    jwt_local_secret: SecretStr | None = Field(None, validation_alias="DISPATCH_JWT_SECRET")
+    # The WebSocket API's management endpoint (https://{api}.execute-api.{region}.amazonaws.com
+    # /{stage}; locally the stack's own address): where the poster posts to connections.
+    push_endpoint: str | None = Field(None, validation_alias="PUSH_ENDPOINT")
+    # The sender (in the VPC) puts deliveries on the first; the poster (outside it, where the
+    # management API is reachable) puts the connections it found gone on the second.
+    push_delivery_queue_url: str | None = Field(None, validation_alias="PUSH_DELIVERY_QUEUE_URL")
+    push_gone_queue_url: str | None = Field(None, validation_alias="PUSH_GONE_QUEUE_URL")
 
 
 class SettingsError(RuntimeError):

@@ -25,6 +25,15 @@ class Code(StrEnum):
     BEFORE_PHOTO_REQUIRED = "BEFORE_PHOTO_REQUIRED"
     AFTER_PHOTO_REQUIRED = "AFTER_PHOTO_REQUIRED"
     REQUEST_IN_PROGRESS = "REQUEST_IN_PROGRESS"
+    BUSINESS_CHOOSES = "BUSINESS_CHOOSES"
+    JOB_IS_FIRST_COME = "JOB_IS_FIRST_COME"
+    JOB_ALREADY_ASSIGNED = "JOB_ALREADY_ASSIGNED"
+    NOT_AN_APPLICANT = "NOT_AN_APPLICANT"
+    APPLICANT_BUSY = "APPLICANT_BUSY"
+    APPLICANT_NOT_QUALIFIED = "APPLICANT_NOT_QUALIFIED"
+    BLOCKED_BY_BUSINESS = "BLOCKED_BY_BUSINESS"
+    APPLICANT_BLOCKED = "APPLICANT_BLOCKED"
+    WORKER_BLOCKED = "WORKER_BLOCKED"
     IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     UNAVAILABLE = "UNAVAILABLE"
     INTERNAL = "INTERNAL"
@@ -69,6 +78,31 @@ CATALOGUE: dict[Code, Spec] = {
     Code.AFTER_PHOTO_REQUIRED: Spec(409, "Add an 'after' photo before you complete the job."),
     Code.REQUEST_IN_PROGRESS: Spec(
         409, "The same request is still being processed. Retry in a moment with the same key."
+    ),
+    Code.BUSINESS_CHOOSES: Spec(
+        409, "The business chooses who gets this job. Apply for it instead of accepting."
+    ),
+    Code.JOB_IS_FIRST_COME: Spec(
+        409, "This job goes to the first worker who accepts it: nobody applies or assigns."
+    ),
+    Code.JOB_ALREADY_ASSIGNED: Spec(
+        409, "This job already has its worker. Refresh it to see who was assigned."
+    ),
+    Code.NOT_AN_APPLICANT: Spec(
+        409, "That worker has not applied for this job, or withdrew. Choose another applicant."
+    ),
+    Code.APPLICANT_BUSY: Spec(
+        409, "That worker now holds another job. Choose another applicant or try later."
+    ),
+    Code.APPLICANT_NOT_QUALIFIED: Spec(
+        403, "That worker no longer has the skills or rating this job asks for."
+    ),
+    Code.BLOCKED_BY_BUSINESS: Spec(403, "This business does not offer its jobs to you."),
+    Code.APPLICANT_BLOCKED: Spec(
+        403, "You blocked this worker. Unblock them first if you want to assign them."
+    ),
+    Code.WORKER_BLOCKED: Spec(
+        409, "You blocked this worker. Unblock them first to make them a favourite."
     ),
     Code.IDEMPOTENCY_KEY_REUSED: Spec(
         422, "This Idempotency-Key was already used for a different request. Use a new key."

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dispatch import idempotency
+from dispatch.choice import deadline
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.jobs import commands
@@ -22,6 +23,8 @@ class SweepReport:
     expired_jobs: int
     batches: int
     expired_keys: int
+    auto_picked: int = 0
+    unfilled_choices: int = 0
 
 
 def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> SweepReport:
@@ -34,8 +37,16 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
     """
     expired, expiring = _drain(conn, commands.expire_ended, keep_going)
     reopened, reopening = _drain(conn, commands.reopen_expired, keep_going)
+    choices = deadline.pass_deadlines(conn, settings().sweep_batch_size) if keep_going() else None
     keys = idempotency.expire(conn, settings().idempotency_ttl_hours)
-    return SweepReport(reopened, expired, expiring + reopening, keys)
+    return SweepReport(
+        reopened,
+        expired,
+        expiring + reopening,
+        keys,
+        choices.picked if choices else 0,
+        choices.unfilled if choices else 0,
+    )
 
 
 def _drain(

@@ -51,7 +51,7 @@ def test_the_report_has_tables_plots_and_the_machine(
 
     assert "## The machine" in text and "cores" in text
     assert "| 1 | floor | 1.50 |" in text and "| nearby | x PostGIS p99 |" in text
-    assert text.count("(not run)") == 6  # sweeper, outbox, soak, outage, coldstart, ops
+    assert text.count("(not run)") == 7  # sweeper, outbox, soak, outage, coldstart, ops, push
     assert "## The simulated district" in text and "| fill rate | 93.0% |" in text
     for plot in ("accept-latency-by-contention.png", "nearby-latency-by-size.png"):
         assert f"](benchmarks/{plot})" in text

@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 
 from dispatch_local import tokens
 from dispatch_local.stack import free_port, start_stack, stop_stack
-from tests.browser.conftest import Visit
+from tests.browser.conftest import WAIT, Visit
 
 CLIENT = "console-client"
 
@@ -114,7 +114,7 @@ def test_ops_sign_in_with_the_code_and_pkce(
     addresses: list[str] = []
     page.on("framenavigated", lambda frame: addresses.append(frame.url))
     page.goto(f"{signin_stack}/console")
-    expect(page.locator("#notice")).to_contain_text("needs an ops sign-in", timeout=4000)
+    expect(page.locator("#notice")).to_contain_text("needs an ops sign-in", timeout=WAIT)
     page.locator("#sign-in").click()
     expect(page.locator("#mode")).to_have_text("Live", timeout=10_000)
     page.wait_for_selector("#summary div", timeout=10_000)
@@ -142,7 +142,7 @@ def test_a_code_this_page_did_not_ask_for_is_not_traded(
     cognito.token_forms.clear()
     page = visit.page
     page.goto(f"{signin_stack}/console?code=planted&state=not-mine")
-    expect(page.locator("#notice")).to_contain_text("needs an ops sign-in", timeout=4000)
+    expect(page.locator("#notice")).to_contain_text("needs an ops sign-in", timeout=WAIT)
     assert cognito.token_forms == []
     assert page.evaluate("sessionStorage.getItem('dispatch-token')") is None
     visit.assert_clean()

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import requests
 
 from tests.e2e.client import Client
+from tests.support import job_body
 
 
 def error_of(reply: requests.Response, status: int, code: str) -> str:
@@ -26,6 +27,9 @@ def test_the_gateways_own_errors_each_carry_their_requests_id(stack: str) -> Non
     ids = [
         error_of(requests.get(f"{stack}/no/such/route", timeout=10), 404, "NOT_FOUND"),
         error_of(requests.get(f"{stack}/no/such/route", timeout=10), 404, "NOT_FOUND"),
+        # A newline in a path (found by the fuzz on POST /jobs/{job_id}/decline).
+        error_of(requests.post(f"{stack}/jobs/a%0Ab/decline", timeout=10), 401, "UNAUTHORIZED"),
+        error_of(requests.get(f"{stack}/no%0Asuch", timeout=10), 404, "NOT_FOUND"),
         error_of(requests.get(f"{stack}/jobs/nearby?lat=1&lng=2", timeout=10), 401, "UNAUTHORIZED"),
         error_of(
             requests.post(f"{stack}/jobs", data=b"x" * (1024 * 1024 + 1), timeout=10),
@@ -69,3 +73,42 @@ def test_a_garbage_request_line_gets_the_contracts_error_body(stack: str) -> Non
         assert error["code"] == "VALIDATION_FAILED"
         assert error["request_id"] == headers["apigw-requestid"]
         assert error["details"] == [{"field": "request", "problem": "not a valid HTTP/1.1 request"}]
+
+
+def test_a_path_is_handed_over_percent_decoded_as_api_gateway_does(stack: str) -> None:
+    """A worker id that needs encoding in a path (found from outside): HTTP APIs decode the
+    path before the function sees it, so blocking `w%C3%B6rker%20…` blocks the worker whose
+    id is `wörker …`: they no longer see the business's job nearby and may not apply; a
+    decoded slash or control character is no id at all."""
+    suffix = uuid.uuid4().hex[:6]
+    who = f"wörker blk {suffix}"
+    owner = Client(stack, f"b-decode-{suffix}", "business")
+    blocked = owner.send("PUT", f"/businesses/me/blocked/w%C3%B6rker%20blk%20{suffix}")
+    assert (blocked.status_code, blocked.json()["worker_id"]) == (200, who), blocked.text
+    listed = owner.send("GET", "/businesses/me/blocked", key=None).json()["blocked"]
+    assert [entry["worker_id"] for entry in listed] == [who]
+    skill = f"decode-{suffix}"  # no other job of the shared stack needs it: nearby is exact
+    job = owner.send(
+        "POST",
+        "/jobs",
+        {**job_body([skill], 12.9716, 77.5946), "assignment": "business_choice"},
+    ).json()
+    phone = Client(stack, who, "worker")
+    assert phone.send("PUT", "/workers/me", {"skills": [skill]}).status_code == 200
+    nearby = phone.send("GET", "/jobs/nearby?lat=12.9716&lng=77.5946", key=None).json()["jobs"]
+    assert nearby == []
+    other = Client(stack, f"w-decode-{suffix}", "worker")  # not blocked: sees it
+    assert other.send("PUT", "/workers/me", {"skills": [skill]}).status_code == 200
+    seen = other.send("GET", "/jobs/nearby?lat=12.9716&lng=77.5946", key=None).json()["jobs"]
+    assert [found["id"] for found in seen] == [job["id"]]
+    refused = phone.send("POST", f"/jobs/{job['id']}/applications", {})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (403, "BLOCKED_BY_BUSINESS")
+    for odd in ("a%2Fb", "a%00b", "a%C2%9Bb"):
+        reply = owner.send("PUT", f"/businesses/me/favourites/{odd}")
+        assert reply.status_code in (400, 404), (odd, reply.text)
+    favourites = owner.send("GET", "/businesses/me/favourites", key=None).json()["favourites"]
+    assert favourites == []
+    # Routed on the decoded path, as API Gateway does: the route whose roles are checked is
+    # the one that answers (an encoded letter once took a business past nearby's worker gate).
+    sneaked = owner.send("GET", "/jobs/%6Eearby?lat=12.9716&lng=77.5946", key=None)
+    assert (sneaked.status_code, sneaked.json()["error"]["code"]) == (403, "FORBIDDEN")

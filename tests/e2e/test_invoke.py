@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dispatch_local import REPO_ROOT
+from dispatch_local import REPO_ROOT, tokens
 from dispatch_local.invoke import functions, signs_in_as_owner, template_environment
 from tests.e2e.client import Client
 from tests.support import job_body
@@ -54,10 +54,27 @@ def test_every_sample_event_runs_through_dispatch_invoke(
     function = FUNCTIONS[logical_id]
     sample = EVENTS / f"{function.code_uri.name}.json"
     assert sample.exists(), f"no sample event for {logical_id}"
+    if logical_id == "PushAuthorizerFunction":  # its sample's token is a placeholder
+        refused = dispatch(stack_home, "invoke", "push_authorizer", "-e", str(sample))
+        assert refused.returncode == 1 and "Unauthorized" in refused.stdout, refused.stdout
+        event = json.loads(sample.read_text())
+        event["queryStringParameters"]["token"] = tokens.issue("w-1", "worker")
+        allowed = answer_of(
+            dispatch(stack_home, "invoke", "push_authorizer", stdin=json.dumps(event))
+        )
+        assert allowed["policyDocument"]["Statement"][0]["Effect"] == "Allow", allowed
+        assert allowed["context"]["sub"] == "w-1"
+        return
     ran = dispatch(stack_home, "invoke", function.code_uri.name, "-e", str(sample))
     result = answer_of(ran)
     assert result is not None
-    if "statusCode" in result:  # an API function: it did what the sample asks
+    if logical_id == "PushConnectionsFunction":  # $connect stored the sample's connection
+        assert result == {"statusCode": 200}
+        again = answer_of(dispatch(stack_home, "invoke", "push", "-e", str(sample)))
+        assert again == {"statusCode": 200}
+    elif logical_id == "PushSenderFunction":  # its schedule: connections past their token's end
+        assert set(result) == {"closed"}
+    elif "statusCode" in result:  # an API function: it did what the sample asks
         assert 200 <= result["statusCode"] < 300, result
         if result["headers"]["Content-Type"].startswith("application/json"):
             json.loads(result["body"])

@@ -64,7 +64,10 @@ def test_open_assigned_in_progress_completed(stack: str, conn: Connection) -> No
     cancel = move(business, done.json(), "cancel")
     assert cancel.json()["error"]["code"] == "ILLEGAL_TRANSITION"
     events = business.send("GET", f"/jobs/{job['id']}/events").json()["events"]
-    assert [e["type"] for e in events] == [
+    # Besides its changes the business pulls what push told it (an offer to the washer, when
+    # a wave went out before the accept): offer events, never changes of their own.
+    assert {e["type"] for e in events if not e["type"].startswith("job.")} <= {"offer.created"}
+    assert [e["type"] for e in events if e["type"] != "offer.created"] == [
         "job.created",
         "job.assigned",
         "job.photo_attached",

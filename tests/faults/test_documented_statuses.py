@@ -64,6 +64,23 @@ class World:
         """A job completed by FINISHER, ready to be rated (walked only where needed)."""
         return walk_to(self.api, "completed", holder=FINISHER)
 
+    @cached_property
+    def choice_job(self) -> dict[str, Any]:
+        """A job the business chooses for, with OTHER applied."""
+        body = {**job_body(), "assignment": "business_choice"}
+        job: dict[str, Any] = self.api.call("POST", "/jobs", BUSINESS, body).body
+        applied = self.api.call("POST", f"/jobs/{job['id']}/applications", OTHER, {})
+        assert applied.status == 201, applied.body
+        return job
+
+    def held_choice_job(self) -> dict[str, Any]:
+        """A choice job OTHER was assigned."""
+        job = self.choice_job
+        assigned: dict[str, Any] = self.api.call(
+            "POST", f"/jobs/{job['id']}/assign", BUSINESS, {"worker_id": OTHER[0], "version": 1}
+        ).body
+        return assigned
+
 
 @pytest.fixture
 def world(
@@ -115,7 +132,38 @@ def happy(w: World, route: str) -> Request:
         "GET /ops/workers": (OPS, "/ops/workers?bbox=77.5,12.9,77.7,13.1", None),
         "GET /ops/events": (OPS, "/ops/events", None),
         "GET /ops/summary": (OPS, "/ops/summary", None),
+        **choosing(w, route),
+        "PUT /businesses/me/favourites/{worker_id}": (BUSINESS, f"{FAVOURITES}/worker-9", None),
+        "DELETE /businesses/me/favourites/{worker_id}": (BUSINESS, f"{FAVOURITES}/worker-9", None),
+        "GET /businesses/me/favourites": (BUSINESS, FAVOURITES, None),
+        "PUT /businesses/me/blocked/{worker_id}": (BUSINESS, f"{BLOCKED}/worker-9", None),
+        "DELETE /businesses/me/blocked/{worker_id}": (BUSINESS, f"{BLOCKED}/worker-9", None),
+        "GET /businesses/me/blocked": (BUSINESS, BLOCKED, None),
     }[route]
+
+
+FAVOURITES, BLOCKED = "/businesses/me/favourites", "/businesses/me/blocked"
+
+
+def choosing(w: World, route: str) -> dict[str, Request]:
+    """The business's choice routes (their job is made only when one of them is asked for)."""
+    if "applications" not in route and "assign" not in route:
+        return {}
+    chosen = w.choice_job["id"]
+    return {
+        "POST /jobs/{job_id}/applications": (OTHER, f"/jobs/{chosen}/applications", {}),
+        "DELETE /jobs/{job_id}/applications/me": (
+            OTHER,
+            f"/jobs/{chosen}/applications/me",
+            None,
+        ),
+        "GET /jobs/{job_id}/applications": (BUSINESS, f"/jobs/{chosen}/applications", None),
+        "POST /jobs/{job_id}/assign": (
+            BUSINESS,
+            f"/jobs/{chosen}/assign",
+            {"worker_id": OTHER[0], "version": 1},
+        ),
+    }
 
 
 def prepared(w: World, request: Request) -> Request:
@@ -146,6 +194,12 @@ INVALID = {
     "GET /ops/jobs": "/ops/jobs?bbox=77.7,12.9,77.5,13.1",
     "GET /ops/workers": "/ops/workers?bbox=1,2,3",
     "GET /ops/events": "/ops/events?after=not-ours",
+    "DELETE /jobs/{job_id}/applications/me": "/jobs/not-a-uuid/applications/me",
+    "GET /jobs/{job_id}/applications": "/jobs/not-a-uuid/applications",
+    "PUT /businesses/me/favourites/{worker_id}": f"{FAVOURITES}/{'x' * 129}",
+    "DELETE /businesses/me/favourites/{worker_id}": f"{FAVOURITES}/{'x' * 129}",
+    "PUT /businesses/me/blocked/{worker_id}": f"{BLOCKED}/{'x' * 129}",
+    "DELETE /businesses/me/blocked/{worker_id}": f"{BLOCKED}/{'x' * 129}",
 }
 INVALID_BODY = {
     "POST /jobs": {"skills": ["wash"]},
@@ -157,6 +211,8 @@ INVALID_BODY = {
     "PUT /workers/me/location": {"lat": 95, "lng": 0},
     "POST /jobs/{job_id}/decline": {"because": "too far"},
     "POST /jobs/{job_id}/rating": {"stars": 6},
+    "POST /jobs/{job_id}/applications": {"note": 5},
+    "POST /jobs/{job_id}/assign": {"worker_id": "worker-2"},
 }
 
 
@@ -203,6 +259,19 @@ CONFLICT: dict[str, Callable[[World], Reply]] = {
     "POST /jobs/{job_id}/rating": lambda w: w.api.call(
         "POST", f"/jobs/{w.open_job['id']}/rating", BUSINESS, {"stars": 4}
     ),  # ILLEGAL_TRANSITION: only completed work is rated
+    "POST /jobs/{job_id}/applications": lambda w: w.api.call(
+        "POST", f"/jobs/{w.open_job['id']}/applications", OTHER, {}
+    ),  # JOB_IS_FIRST_COME
+    "DELETE /jobs/{job_id}/applications/me": lambda w: w.api.call(
+        "DELETE", f"/jobs/{w.held_choice_job()['id']}/applications/me", OTHER
+    ),  # ILLEGAL_TRANSITION: the holder releases instead
+    "POST /jobs/{job_id}/assign": lambda w: w.api.call(
+        "POST", f"/jobs/{w.open_job['id']}/assign", BUSINESS, {"worker_id": "x", "version": 1}
+    ),  # JOB_IS_FIRST_COME
+    "PUT /businesses/me/favourites/{worker_id}": lambda w: (
+        w.api.call("PUT", f"{BLOCKED}/worker-8", BUSINESS),
+        w.api.call("PUT", f"{FAVOURITES}/worker-8", BUSINESS),
+    )[1],  # WORKER_BLOCKED
 }
 
 
@@ -258,6 +327,8 @@ DIFFERENT_BODY: dict[str, Callable[[World], Any]] = {
     "POST /photos": lambda w: {"content_type": "image/png"},
     "PUT /workers/me": lambda w: {"skills": ["iron"]},
     "POST /jobs/{job_id}/rating": lambda w: {"stars": 4},
+    "POST /jobs/{job_id}/applications": lambda w: {"note": "another"},
+    "POST /jobs/{job_id}/assign": lambda w: {"worker_id": OTHER[0], "version": 2},
 }
 # Or another job, when the body has nothing to vary.
 OTHER_PATH: dict[str, Callable[[World], str]] = {
@@ -278,7 +349,15 @@ def key_reused(w: World, route: str) -> Reply:
 def internal(w: World, route: str) -> Reply:
     """The tables the handlers use renamed away: an error nobody planned for."""
     request = prepared(w, happy(w, route))
-    tables = ("jobs", "idempotency_keys", "workers", "photos", "job_events", "offer_events")
+    tables = (
+        "jobs",
+        "idempotency_keys",
+        "workers",
+        "photos",
+        "job_events",
+        "offer_events",
+        "rosters",
+    )
     for table in tables:
         w.conn.execute(f"ALTER TABLE {table} RENAME TO {table}_away")
     try:

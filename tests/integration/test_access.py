@@ -85,8 +85,14 @@ def test_created_job_matches_the_contract(api: Api) -> None:
     assert set(job) == {
         "id", "status", "version", "business_id", "assignee_id", "location", "skills",
         "window", "min_rating", "lease_expires_at", "before_photo_id", "after_photo_id",
-        "rating", "created_at", "updated_at",
+        "rating", "created_at", "updated_at", "assignment", "auto_pick", "choose_within_s",
+        "offer_first_to",
     }  # fmt: skip
+    assert (job["assignment"], job["auto_pick"], job["choose_within_s"]) == (
+        "first_come",
+        None,
+        None,
+    )
     assert job["status"] == "open"
     assert job["version"] == 1
     assert job["business_id"] == "business-1"

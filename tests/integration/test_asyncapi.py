@@ -8,6 +8,7 @@ import jsonschema
 import pytest
 
 from dispatch import db
+from dispatch.choice.models import BACK_TO_CHOICE, ApplicationEventType
 from dispatch.jobs.models import JobEventType
 from dispatch.offers.models import OfferEventType
 from dispatch_local import REPO_ROOT, asyncapi
@@ -40,7 +41,12 @@ def allowed_types(conn: db.Connection, constraint: str) -> set[str]:
 
 def test_every_type_the_code_and_the_database_know_is_described(conn: db.Connection) -> None:
     described = set(asyncapi.document()["components"]["messages"])
-    in_code = {t.value for t in JobEventType} | {t.value for t in OfferEventType}
+    in_code = (
+        {t.value for t in JobEventType}
+        | {t.value for t in OfferEventType}
+        | {t.value for t in ApplicationEventType}
+        | {BACK_TO_CHOICE}
+    )
     in_database = allowed_types(conn, "job_events_type_valid") | allowed_types(
         conn, "offer_events_type_valid"
     )

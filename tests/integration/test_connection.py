@@ -61,9 +61,9 @@ def test_database_away_is_503_then_recovers_without_restart(
 def test_iam_auth_signs_in_with_a_token_for_the_proxy(
     monkeypatch: pytest.MonkeyPatch, fresh_environment: None
 ) -> None:
-    url = "postgresql://dispatch_admin@proxy.example.internal:5432/dispatch?sslmode=require"
+    url = "postgresql://dispatch_app@proxy.example.internal:5432/dispatch?sslmode=verify-full"
     token = db.iam_token(url)
     # An RDS auth token is a presigned connect request for that host, port and user.
     assert token.startswith("proxy.example.internal:5432/?Action=connect")
-    assert "DBUser=dispatch_admin" in token
+    assert "DBUser=dispatch_app" in token
     assert "X-Amz-Signature=" in token

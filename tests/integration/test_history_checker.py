@@ -5,9 +5,11 @@ in a consistent one."""
 import time
 from typing import Any
 
+import pytest
+
 from dispatch.db import Connection
 from dispatch_local import history as hist
-from tests.support import Api, make_job, make_worker, worker
+from tests.support import BUSINESS, Api, job_body, make_job, make_worker, worker
 
 
 def op(
@@ -124,3 +126,75 @@ def test_an_expired_lease_left_alone_and_an_event_never_published(
     found = hist.check(log, conn)
     assert any("still assigned, lease expired" in v for v in found), found
     assert sum("never reached the bus" in v for v in found) == 2, found
+
+
+def a_business_choosing(api: Api, conn: Connection) -> tuple[hist.History, dict[str, Any]]:
+    """A choice job, two applicants, the business assigns one: a consistent history."""
+    reply = api.call("POST", "/jobs", BUSINESS, {**job_body(), "assignment": "business_choice"})
+    job = reply.body
+    ops = [op("business-1", "create", "/jobs", 201, job)]
+    for n in (1, 2):
+        make_worker(api, worker(n))
+        path = f"/jobs/{job['id']}/applications"
+        applied = api.call("POST", path, worker(n), {})
+        ops.append(op(f"worker-{n}", "apply", path, applied.status, applied.body))
+    path = f"/jobs/{job['id']}/assign"
+    chosen = api.call("POST", path, BUSINESS, {"worker_id": "worker-2", "version": 1})
+    ops.append(op("business-1", "assign", path, chosen.status, chosen.body))
+    publish_all(conn)
+    return recorded(*ops), chosen.body
+
+
+def assigned_behind_the_back(conn: Connection, job_id: str, actor: str, assignee: str) -> None:
+    conn.execute(
+        "INSERT INTO job_events (job_id, type, version, actor, data)"
+        " SELECT id, 'job.assigned', 3, %s, dispatch_job(j) || jsonb_build_object("
+        "   'assignee_id', %s::text, 'status', 'assigned') FROM jobs j WHERE id = %s",
+        (actor, assignee, job_id),
+    )
+    conn.execute("UPDATE jobs SET version = 3 WHERE id = %s", (job_id,))
+
+
+def test_a_business_choosing_passes(api: Api, conn: Connection) -> None:
+    log, job = a_business_choosing(api, conn)
+    assert job["assignee_id"] == "worker-2"
+    assert hist.check(log, conn) == []
+
+
+@pytest.mark.parametrize(
+    ("actor", "assignee", "said"),
+    [
+        ("worker-1", "worker-1", "was accepted by worker-1 although its business chooses"),
+        ("system:auto-pick", "worker-7", "was assigned to worker-7, who had not applied"),
+    ],
+)
+def test_a_choice_broken_behind_the_back(
+    api: Api, conn: Connection, actor: str, assignee: str, said: str
+) -> None:
+    log, job = a_business_choosing(api, conn)
+    assigned_behind_the_back(conn, job["id"], actor, assignee)
+    found = hist.check(log, conn)
+    assert f"job {job['id']} version 3 {said}" in found, found
+
+
+def test_an_assignment_to_a_blocked_worker_and_a_silent_application(
+    api: Api, conn: Connection
+) -> None:
+    log, job = a_business_choosing(api, conn)
+    conn.execute(
+        "INSERT INTO rosters (business_id, worker_id, list, added_at)"
+        " VALUES ('business-1', 'worker-2', 'blocked', now() - interval '1 hour')"
+    )
+    other = api.call("POST", "/jobs", BUSINESS, {**job_body(), "assignment": "business_choice"})
+    conn.execute(
+        "INSERT INTO job_applications (job_id, worker_id) VALUES (%s, 'worker-1')",
+        (other.body["id"],),
+    )
+    found = hist.check(log, conn)
+    assert f"job {job['id']} version 2 was assigned to worker-2, whom its business had blocked" in (
+        found
+    ), found
+    assert (
+        f"job {other.body['id']} has an application by worker-1 without its application.created"
+        in found
+    ), found

@@ -170,3 +170,43 @@ def test_the_sweeper_function_reports_and_expires_keys(api: Api, conn: db.Connec
     assert result["reopened"] == 1
     assert result["expired_keys"] > 0
     assert conn.execute("SELECT count(*) AS n FROM idempotency_keys").fetchone() == {"n": 0}
+
+
+def test_a_stuck_relay_and_a_dead_queue_never_hold_up_a_lease(
+    api: Api, conn: db.Connection, database_url: str
+) -> None:
+    """Reopening leases never waits on relaying (issue "Off the lucky path"): while a relay
+    pass holds every unpublished event row (claimed, then stuck mid-send) and the queue cannot
+    be reached at all, the sweeper function still reopens the expired lease at once, and its
+    new event waits for the relay like any other."""
+    import os
+
+    from dispatch_local import environment_restored
+    from dispatch_local.events import LambdaContext
+    from dispatch_local.template import handler_of, schedules
+
+    (sweeper,) = [s for s in schedules() if s.function == "LeaseSweeperFunction"]
+    job = walk_to(api, "assigned", holder=HOLDER)
+    expire(conn)
+    with (
+        environment_restored("OUTBOX_QUEUE_URL"),
+        db.connect(database_url) as relay,
+        relay.transaction(),
+    ):
+        os.environ["OUTBOX_QUEUE_URL"] = "http://127.0.0.1:9/000000000000/nowhere.fifo"
+        settings.cache_clear()
+        held = relay.execute(
+            "SELECT id FROM job_events WHERE published_at IS NULL FOR UPDATE"
+        ).fetchall()
+        assert held, "the stuck pass holds the backlog"
+        result = handler_of(sweeper)(
+            {}, LambdaContext(function_name=sweeper.function, timeout_seconds=60)
+        )
+        assert result["reopened"] == 1
+        reopened = conn.execute(
+            "SELECT published_at, relayed_at FROM job_events"
+            " WHERE job_id = %s AND type = 'job.reopened'",
+            [job["id"]],
+        ).fetchall()
+        assert reopened == [{"published_at": None, "relayed_at": None}]
+    assert api.call("GET", f"/jobs/{job['id']}", HOLDER).status == 404  # no longer theirs

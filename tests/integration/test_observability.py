@@ -89,7 +89,7 @@ def test_the_sweeper_reports_reopened_leases_and_the_relay_its_events_and_lag(
 ) -> None:
     from dispatch_local.template import handler_of, schedules
 
-    sweeper, relay = schedules()
+    sweeper, relay, _push_expiry = schedules()
     make_job(api)  # its event is relayed at once
     drain(queues["outbox"])  # and published: nothing lags
     capfd.readouterr()

@@ -127,7 +127,7 @@ def test_waves_widen_on_schedule_then_tell_the_business(conn: db.Connection, wav
     assert [r["wave"] for r in offers_of(conn, job_id)] == [1] * 3 + [2] * 10 + [3] * 25
     unfilled = [e for e in waves.put if e.type == "job.unfilled"]
     assert [(e.job_id, e.version, e.data) for e in unfilled] == [
-        (job_id, 1, {"waves": 3, "offered": 38})
+        (job_id, 1, {"waves": 3, "offered": 38, "reason": None, "applicants": None})
     ]
     assert reports[-1].unfilled and not reports[-1].scheduled
     # Every offer event names the worker and carries what they need to decide.
@@ -220,27 +220,34 @@ def test_a_wave_stops_the_moment_the_job_is_taken(
 ) -> None:
     """A wave and an accept released together, many times. Whichever locks the job first
     goes first: either the offers were made while it was open, or none are. Never an error,
-    never an offer to a taken job, and the round ends either way."""
+    never an offer to a taken job, and the round ends either way.
+
+    A wave reads positions (and, through the pooler and the cluster, waits longer) before it
+    locks the job, so the accept is held back by a delay that follows the tipping point: longer
+    after the accept went first, shorter after the wave did. Each attempt is then a close race."""
     for n in range(3):
         place(conn, f"w{n}", 300 + n * 100)
     outcomes = set()
+    hold_back_s = 0.0
     for attempt in range(40):
         job_id, created = open_job(conn)
         request = first_wave(created)
         taker = profile(conn, f"taker-{attempt}")
-        wave, accepted = together(
-            [
-                partial(waves.run, request=request),
-                partial(commands.accept_job, job_id=job_id, worker_id=taker, version=None),
-            ],
-            database_url,
-        )
+
+        def accept(
+            c: db.Connection, job_id: UUID = job_id, taker: str = taker, wait: float = hold_back_s
+        ) -> Any:
+            time.sleep(wait)
+            return commands.accept_job(c, job_id=job_id, worker_id=taker, version=None)
+
+        wave, accepted = together([partial(waves.run, request=request), accept], database_url)
         assert not isinstance(wave, BaseException), wave
         assert not isinstance(accepted, BaseException), accepted
         offered = offers_of(conn, job_id)
         assert len(offered) in (0, 3)
         assert all(o["job_version"] == 1 for o in offered)
         outcomes.add(len(offered))
+        hold_back_s = max(0.0, hold_back_s + (0.003 if not offered else -0.003))
         # The round is over: the next wave and the final check do nothing.
         assert waves.run(conn, request.next()) == offer_waves.WaveReport(0, 0, scheduled=False)
         final = request.model_copy(update={"wave": 4})
@@ -296,7 +303,7 @@ def test_the_database_refuses_offers_that_break_the_rules(conn: db.Connection) -
         )
     with pytest.raises(psycopg.errors.CheckViolation, match="offer_waves_wave_positive"):
         conn.execute(
-            "INSERT INTO offer_waves (job_id, job_version, wave) VALUES (%s, 1, 0)", (job_id,)
+            "INSERT INTO offer_waves (job_id, job_version, wave) VALUES (%s, 1, -1)", (job_id,)
         )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from dispatch.choice.models import Applicants, Application
 from dispatch.db import Connection
 from dispatch.events import Event
 from dispatch.http.openapi import ErrorBody, Health
@@ -25,6 +26,7 @@ from dispatch.jobs.models import (
 from dispatch.models import to_json
 from dispatch.offers.models import Declined, Offers
 from dispatch.ops.models import EventPage, OpsJobs, OpsWorkers, Summary
+from dispatch.rosters.models import Blocked, Favourites, RosterEntry
 from dispatch.workers.models import WorkerProfile
 from dispatch_local.events import LambdaContext
 from dispatch_local.template import handler_of
@@ -64,6 +66,16 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /ops/workers": OpsWorkers,
     "GET /ops/events": EventPage,
     "GET /ops/summary": Summary,
+    "POST /jobs/{job_id}/applications": Application,
+    "DELETE /jobs/{job_id}/applications/me": None,  # 204, no body
+    "GET /jobs/{job_id}/applications": Applicants,
+    "POST /jobs/{job_id}/assign": Job,
+    "PUT /businesses/me/favourites/{worker_id}": RosterEntry,
+    "DELETE /businesses/me/favourites/{worker_id}": None,  # 204, no body
+    "GET /businesses/me/favourites": Favourites,
+    "PUT /businesses/me/blocked/{worker_id}": RosterEntry,
+    "DELETE /businesses/me/blocked/{worker_id}": None,  # 204, no body
+    "GET /businesses/me/blocked": Blocked,
 }
 NOT_JSON = {"GET /console", "GET /console/{asset}"}
 
@@ -136,6 +148,24 @@ def test_every_route_answers_in_the_one_form(
     calls.call("GET", "/health", None, key=None)
     calls.call("POST", "/jobs", BUSINESS, {**job_body, "skills": "wash"})  # 400 with details
     calls.call("GET", "/jobs/00000000-0000-0000-0000-000000000000", BUSINESS, key=None)  # 404
+    chosen = calls.call("POST", "/jobs", BUSINESS, {**job_body, "assignment": "business_choice"})
+    applicant = worker("form-applicant")
+    calls.call("PUT", "/workers/me", applicant, {"skills": ["wash", "ünïcödé"]})
+    calls.call("PUT", "/workers/me/location", applicant, position)
+    for who in (applicant, offered):
+        calls.call("POST", f"/jobs/{chosen['id']}/applications", who, {"note": "ünïcödé ✓"})
+    calls.call("DELETE", f"/jobs/{chosen['id']}/applications/me", offered)
+    calls.call("GET", f"/jobs/{chosen['id']}/applications", BUSINESS, key=None)
+    calls.call(
+        "POST",
+        f"/jobs/{chosen['id']}/assign",
+        BUSINESS,
+        {"worker_id": "worker-form-applicant", "version": chosen["version"]},
+    )
+    for roster in ("favourites", "blocked"):
+        calls.call("PUT", f"/businesses/me/{roster}/worker-ünï-{roster}", BUSINESS, key="r")
+        calls.call("GET", f"/businesses/me/{roster}", BUSINESS, key=None)
+        calls.call("DELETE", f"/businesses/me/{roster}/worker-ünï-{roster}", BUSINESS, key="r")
 
     assert set(calls.seen) | NOT_JSON == {route.route_key for route in api.routes}
     for route_key, answers in calls.seen.items():

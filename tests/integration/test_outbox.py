@@ -227,6 +227,25 @@ def test_a_pass_sends_only_while_its_claim_lasts_and_lets_the_rest_go(
     assert relay.catch_up(conn, relay.sqs_send) == 24
 
 
+def test_a_pass_stops_sending_when_its_caller_must_end_sooner_than_its_claim(
+    conn: db.Connection, database_url: str
+) -> None:
+    """The relay function's own time bounds a pass too: one started with seconds left sends
+    no later than they allow (cut off by Lambda's timeout between its sends and its marks,
+    what it sent would go again)."""
+    write_lives(database_url, jobs=1)
+    seen: list[float] = []
+
+    def record(messages: list[relay.Message], deadline: float) -> set[UUID]:
+        seen.append(deadline)
+        return relay.sqs_send(messages, deadline)
+
+    soon = time.monotonic() + 2  # well inside the claim's sending window
+    assert relay.catch_up(conn, record, send_by=lambda: soon) == 12
+    assert seen == [soon]
+    assert relay.catch_up(conn, record) == 0
+
+
 def test_a_pass_whose_connection_died_while_sending_records_on_a_new_one(
     conn: db.Connection, database_url: str
 ) -> None:

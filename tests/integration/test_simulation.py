@@ -14,6 +14,7 @@ from dispatch.config import settings
 from dispatch.workers import locations
 from sim import run
 from sim.scenario import Scenario, load
+from sim.world import plan_workers
 
 TINY = Path(__file__).parents[2] / "sim" / "scenarios" / "tiny.toml"
 
@@ -102,6 +103,7 @@ def test_one_worker_who_always_says_yes_fills_every_job_in_the_first_wave(
         workers__response_seconds={"low": 5, "high": 5},
         workers__work_minutes={"low": 1, "high": 1},
         workers__return_home=True,
+        workers__habits={"acceptance_sd": 0, "answer_pace_sigma": 0, "no_show_sd": 0},
         jobs__per_hour=8.0,
         jobs__patience_minutes=120.0,
         dispatch__offer_waves="1@3000",
@@ -134,3 +136,79 @@ def test_the_same_seed_runs_the_same_city_again(
     assert abs(first.kpis["fill_rate"] - second.kpis["fill_rate"]) <= 0.15
     p50 = first.kpis["time_to_accept_s"]["p50"], second.kpis["time_to_accept_s"]["p50"]
     assert abs(p50[0] - p50[1]) <= 0.5 * max(p50)
+
+
+@pytest.mark.parametrize("auto_pick", [False, True])
+def test_businesses_that_choose(
+    simulate: Callable[[Scenario], run.Outcome], auto_pick: bool
+) -> None:
+    """Workers apply, the businesses (or the auto-pick) assign: jobs get filled through the
+    choice alone, the history checker finds the choice kept, and favourites are named."""
+    city = scenario(
+        dispatch__choosing={
+            "assignment": "business_choice",
+            "auto_pick": auto_pick,
+            "choose_within_minutes": 1.0,
+            "look_after_minutes": (3.0, 4.0) if auto_pick else (0.5, 1.0),
+            "favourites": 3,
+            "favourites_first": True,
+        }
+    )
+    outcome = simulate(city)
+    clean(outcome)  # the history checker: every assign by the business or the auto-pick
+    k = outcome.kpis
+    assert k["applications"] > 0 and k["fill_rate"] > 0.3, k
+    assert k["assigned_by"]["worker (first come)"] == 0, k
+    chooser = "auto-pick" if auto_pick else "business"
+    assert k["assigned_by"][chooser] > 0, k
+    assert k["favourites_share"] is not None
+    assert outcome.requests.get("POST /jobs/{job_id}/accept", {}) == {}, outcome.requests
+
+
+def test_workers_arrive_with_the_ratings_of_the_worlds_past(
+    simulate: Callable[[Scenario], run.Outcome],
+) -> None:
+    """`workers.prior_ratings`: the run writes the past before the first request and the
+    product reads it as its own: every job asks for 4 stars, only workers the past rated that
+    well are assigned, each at the damped rating the product computes from the past (no rating
+    comes during this run: they come 100 minutes after the work)."""
+    city = scenario(
+        workers__prior_ratings={"low": 0, "high": 20},
+        jobs__min_rating_share=1.0,
+        jobs__min_rating=4.0,
+        jobs__rating_minutes={"low": 100, "high": 100},
+    )
+    outcome = simulate(city)
+    clean(outcome)
+    past = {plan.id: plan.past for plan in plan_workers(city)}
+
+    def damped(worker_id: str) -> float | None:  # migrations/0010: workers.rating
+        ratings, stars = past[worker_id].ratings, past[worker_id].stars
+        return None if ratings == 0 else round((5 * 4.0 + stars) / (5 + ratings), 2)
+
+    filled = [job for job in outcome.extra["jobs"] if job.filled]
+    assert filled and outcome.kpis["assignee_rated_share"] == 1.0, outcome.kpis
+    for job in filled:
+        assert job.assignee_rating == damped(job.assignee), job
+        assert job.assignee_rating >= 4.0, job
+    assert any(damped(w) is None or damped(w) < 4.0 for w in past)  # the bar excluded some
+
+
+def test_a_sample_of_phones_hears_its_offers_over_real_sockets(
+    simulate: Callable[[Scenario], run.Outcome],
+) -> None:
+    """Every worker's phone holds a socket to the product's push path (the template's push
+    rule, sender, poster and management API) and nobody opens the app to pull: every job
+    filled was heard of over a socket."""
+    city = scenario(hours=0.1, workers__push_sample=40, workers__pull_minutes=1000.0)
+    outcome = simulate(city)
+    clean(outcome)
+    push = outcome.kpis["push"]
+    assert push["sample"] == push["connected"] == 40, push
+    assert push["offers"] > 0 and 0 < push["heard"] <= push["offers"], push
+    assert push["lost"] == push["offers"] - push["heard"]
+    assert push["delay_ms"]["p50"] is not None and push["first_offer_seen_s"]["p50"] is not None
+    assert push["rest"]["from_measured"] + push["rest"]["from_model"] == 0, push  # all sampled
+    assert outcome.kpis["fill_rate"] > 0, outcome.kpis
+    invocations = outcome.kpis["aws"]["invocations"]
+    assert invocations["PushQueue"] > 0 and invocations["PushDeliveryQueue"] > 0, invocations

@@ -8,7 +8,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from dispatch_local import REPO_ROOT
+from dispatch_local import REPO_ROOT, settings_not_needed
 from dispatch_local.template import handler_of, load_module, load_template, routes
 
 # The contract's routes that exist so far, each served by exactly one function.
@@ -30,8 +30,9 @@ def test_every_route_maps_to_an_importable_handler() -> None:
     assert {r.route_key for r in found} >= SERVED
     keys = [r.route_key for r in found]
     assert len(keys) == len(set(keys)), "a route is served twice"
-    for route in found:
-        assert callable(handler_of(route)), route
+    with settings_not_needed():  # imported for what they declare: run alone, no database is set
+        for route in found:
+            assert callable(handler_of(route)), route
 
 
 def test_each_handler_declares_exactly_its_template_routes() -> None:
@@ -40,7 +41,8 @@ def test_each_handler_declares_exactly_its_template_routes() -> None:
     for route in routes():
         by_function.setdefault(route.code_uri, set()).add(route.route_key)
     for code_uri, keys in by_function.items():
-        app = load_module(code_uri, "app").app
+        with settings_not_needed():
+            app = load_module(code_uri, "app").app
         assert set(app._access) == keys, code_uri
 
 
@@ -115,4 +117,5 @@ def test_the_sweeper_runs_every_minute() -> None:
     assert [(s.function, s.every_seconds) for s in schedules()] == [
         ("LeaseSweeperFunction", 60),
         ("OutboxRelayFunction", 60),
+        ("PushSenderFunction", 60),  # closes the connections whose token expired
     ]

@@ -202,6 +202,9 @@ UNNAMED = {  # CloudFormation names these itself, or their names are scoped to t
     "AWS::SNS::Topic", "AWS::SNS::Subscription", "AWS::CloudWatch::Alarm", "AWS::S3::Bucket",
     "AWS::S3::BucketPolicy", "AWS::KMS::Key", "AWS::CloudFormation::WaitConditionHandle",
     "Custom::Migrations",
+    # push (issue 23): the WebSocket API's parts, the bus rule, the push queue's policy
+    "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route",
+    "AWS::Events::Rule", "AWS::SQS::QueuePolicy",
 }  # fmt: skip
 
 
@@ -303,11 +306,17 @@ def test_migrations_wait_for_what_they_reach_and_answer_in_bounded_time() -> Non
 
 def test_no_function_runs_before_its_schema() -> None:
     """Every function that reaches the database is created or updated after the migrations
-    (its alias and version follow it); only the migrator and the console, which serves
-    files, are not."""
+    (its alias and version follow it); only the migrator, the console, which serves
+    files, the push authorizer, which checks a signature, and the push poster, which calls
+    the management API outside the VPC, are not."""
     template = generated()
     for logical_id, function in functions(template).items():
-        if logical_id in ("MigrateFunction", "ConsoleFunction"):
+        if logical_id in (
+            "MigrateFunction",
+            "ConsoleFunction",
+            "PushAuthorizerFunction",
+            "PushPosterFunction",
+        ):
             continue
         assert function.get("DependsOn") == "Migrations", logical_id
     for logical_id, version in of_type(template, "AWS::Lambda::Version").items():
@@ -455,7 +464,11 @@ ACCOUNT_RATE, ACCOUNT_BURST = 10_000, 5_000  # API Gateway's default quotas per 
 def test_each_route_is_throttled_above_its_seed_load() -> None:
     """The default throttle (1,000/s) would answer most of the seed's 3,300 location reports a
     second with 429: the busy routes have their own limits, 1.5x their peak."""
-    (stage,) = of_type(generated(), "AWS::ApiGatewayV2::Stage").values()
+    (stage,) = (
+        stage
+        for stage in of_type(generated(), "AWS::ApiGatewayV2::Stage").values()
+        if stage["Properties"]["ApiId"] == {"Ref": "HttpApi"}
+    )
     props = stage["Properties"]
     served = {r.route_key for r in routes()}
     loads = {
@@ -481,7 +494,8 @@ def test_queue_consumers_are_capped() -> None:
     """A FIFO consumer scales to one environment per message group (job): uncapped, a backlog
     would take the API's concurrency and the proxy's connections."""
     mappings = of_type(generated(), "AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 2
+    # the outbox, the offer waves, push (events, gone reports) and its deliveries
+    assert len(mappings) == 5
     for logical_id, mapping in mappings.items():
         cap = mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"]
         assert 2 <= cap <= 20, logical_id  # Lambda's floor is 2; docs/scaling.md sizes it
@@ -569,10 +583,11 @@ def test_the_prod_user_pool_cannot_be_deleted() -> None:
 # -- cost --------------------------------------------------------------------------------------
 
 # Latency-bound API functions, restored from SnapStart snapshots; the console (files), health
-# (a probe) and ops (four reads by a person) gain nothing from it and pay for each snapshot.
+# (a probe), ops (four reads by a person) and rosters (a person's occasional edit) gain
+# nothing from it and pay for each snapshot.
 SNAPSTART = {
     "CreateJobFunction", "AcceptJobFunction", "JobQueriesFunction", "WorkersFunction",
-    "TransitionFunction", "OffersFunction",
+    "TransitionFunction", "OffersFunction", "ApplicationsFunction",
 }  # fmt: skip
 
 

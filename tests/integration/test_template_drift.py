@@ -31,6 +31,9 @@ NEEDS = {
     "OutboxPublisherFunction": {"events:PutEvents", "sqs:SendMessage"},
     "OfferWavesFunction": {"events:PutEvents", "sqs:SendMessage"},
     "MigrateFunction": {"secretsmanager:GetSecretValue"},
+    # push: the sender puts deliveries for the poster, the poster reports gone connections
+    "PushSenderFunction": {"sqs:SendMessage"},
+    "PushPosterFunction": {"sqs:SendMessage"},
 }
 
 
@@ -50,7 +53,7 @@ def granted_by(policy: object) -> set[str]:
 
 
 # Functions that never reach the database (the console serves files), and stay that way.
-NO_DATABASE = {"ConsoleFunction"}
+NO_DATABASE = {"ConsoleFunction", "PushAuthorizerFunction", "PushPosterFunction"}
 
 
 def test_what_never_reaches_the_database_does_not_import_it() -> None:
@@ -78,10 +81,17 @@ OWN_SETTINGS = {
         "DISPATCH_MIGRATION_ATTEMPTS",
         "DISPATCH_MIGRATION_STATEMENT_TIMEOUT_MS",
     },
+    # Push: the $connect authorizer checks tokens; the sender hands deliveries to the poster,
+    # which alone talks to connections and reports the gone ones back.
+    "PushAuthorizerFunction": {"JWT_ISSUER", "JWT_AUDIENCE"},
+    "PushSenderFunction": {"PUSH_DELIVERY_QUEUE_URL"},
+    "PushPosterFunction": {"PUSH_ENDPOINT", "PUSH_GONE_QUEUE_URL"},
 }
 # Read by local runs only, never deployed: a local server's password for the role (in AWS the
 # password is a secret that only RDS Proxy and the migrator read).
-LOCAL_ONLY = {"DATABASE_APP_PASSWORD"}
+# The local stack's token signing secret: its push authorizer verifies with it (in AWS, the
+# issuer's published keys).
+LOCAL_ONLY = {"DATABASE_APP_PASSWORD", "DISPATCH_JWT_SECRET"}
 
 
 def test_every_setting_the_code_reads_is_set_for_every_function() -> None:

@@ -1,4 +1,5 @@
-"""Who may do what: every route by every kind of caller, against a job that is assigned.
+"""Who may do what: every route by every kind of caller, against a job that is assigned, and
+the choice routes against a job its business chooses for (an applicant, a blocked applicant).
 
 The callers: the business that owns the job, another business, the worker holding it, another
 worker, and ops. Each cell is a fresh job, so a change in one cell cannot shape another. The
@@ -51,6 +52,16 @@ ROUTES: dict[str, tuple[str, str, Any]] = {
     "ops events": ("GET", "/ops/events", None),
     "ops summary": ("GET", "/ops/summary", None),
     "health": ("GET", "/health", None),
+    "apply": ("POST", "/jobs/{job}/applications", {}),
+    "withdraw": ("DELETE", "/jobs/{job}/applications/me", None),
+    "applicants": ("GET", "/jobs/{job}/applications", None),
+    "assign": ("POST", "/jobs/{job}/assign", {"worker_id": "worker-2", "version": "{version}"}),
+    "favourite": ("PUT", "/businesses/me/favourites/worker-1", None),
+    "unfavourite": ("DELETE", "/businesses/me/favourites/worker-1", None),
+    "favourites": ("GET", "/businesses/me/favourites", None),
+    "block": ("PUT", "/businesses/me/blocked/worker-2", None),
+    "unblock": ("DELETE", "/businesses/me/blocked/worker-2", None),
+    "blocked": ("GET", "/businesses/me/blocked", None),
 }
 
 F, N = "FORBIDDEN", "NOT_FOUND"
@@ -77,6 +88,18 @@ EXPECTED: dict[str, tuple[Any, Any, Any, Any, Any]] = {
     "ops events":    (F,          F,              F,                      F,                 200),
     "ops summary":   (F,          F,              F,                      F,                 200),
     "health":        (200,        200,            200,                    200,               200),
+    # The job is first come: nobody applies or assigns; its applicants are its owner's to read.
+    "apply":         (F,          F,              "JOB_IS_FIRST_COME",    "JOB_IS_FIRST_COME", F),
+    "withdraw":      (F,          F,              N,                      N,                 F),
+    "applicants":    (200,        N,              F,                      F,                 200),
+    "assign":        ("JOB_IS_FIRST_COME", N,     F,                      F,                 F),
+    # Rosters: every business has its own ("me"), nobody else has one.
+    "favourite":     (200,        200,            F,                      F,                 F),
+    "unfavourite":   (204,        204,            F,                      F,                 F),
+    "favourites":    (200,        200,            F,                      F,                 F),
+    "block":         (200,        200,            F,                      F,                 F),
+    "unblock":       (204,        204,            F,                      F,                 F),
+    "blocked":       (200,        200,            F,                      F,                 F),
 }  # fmt: skip
 
 
@@ -98,6 +121,17 @@ def call(api: Api, route: str, who: tuple[str, str], job: dict[str, Any], photo:
     return api.call(method, path.format(job=job["id"]), who, body)
 
 
+def answered_as(reply: Reply, expected: int | str) -> None:
+    """A cell of a table: the exact status, or the code with its status and fixed sentence."""
+    if isinstance(expected, int):
+        assert reply.status == expected, reply.body
+    else:
+        assert reply.code == expected, (reply.status, reply.body)
+        assert reply.status == CATALOGUE[Code(expected)].status
+    if reply.status >= 400:
+        assert reply.body["error"]["message"] == CATALOGUE[Code(reply.code)].message
+
+
 @pytest.mark.parametrize("caller", list(CALLERS))
 @pytest.mark.parametrize("route", list(ROUTES))
 def test_every_route_by_every_caller(api: Api, cache: redis.Redis, route: str, caller: str) -> None:
@@ -112,14 +146,7 @@ def test_every_route_by_every_caller(api: Api, cache: redis.Redis, route: str, c
 
     reply = call(api, route, who, job, photo)
 
-    expected = EXPECTED[route][list(CALLERS).index(caller)]
-    if isinstance(expected, int):
-        assert reply.status == expected, reply.body
-    else:
-        assert reply.code == expected, (reply.status, reply.body)
-        assert reply.status == CATALOGUE[Code(expected)].status
-    if reply.status >= 400:
-        assert reply.body["error"]["message"] == CATALOGUE[Code(reply.code)].message
+    answered_as(reply, EXPECTED[route][list(CALLERS).index(caller)])
 
 
 def test_the_allowed_sets_read_off_the_table() -> None:
@@ -133,3 +160,73 @@ def test_the_allowed_sets_read_off_the_table() -> None:
     assert allowed["cancel"] == {"owner"}
     assert allowed["check_in"] == allowed["release"] == allowed["attach before"] == {"assignee"}
     assert allowed["health"] == set(CALLERS)
+
+
+# The same, against an open job the business chooses for: one worker has applied, a second
+# applied and was then blocked by the owner (an applicant who became blocked), a third never
+# applied. Apply, withdraw, the applicants and the assign run here on the kind of job they
+# are for, and the blocked worker is a caller of its own.
+APPLICANT, BLOCKED, BYSTANDER = worker("applicant"), worker("blocked"), worker("bystander")
+CHOICE_CALLERS = {
+    "owner": OWNER,
+    "other-business": OTHER_BUSINESS,
+    "applicant": APPLICANT,
+    "blocked": BLOCKED,
+    "other-worker": BYSTANDER,
+    "ops": OPS,
+}
+CHOICE_ROUTES: dict[str, tuple[str, str, Any]] = {
+    "read": ("GET", "/jobs/{job}", None),
+    "accept": ("POST", "/jobs/{job}/accept", {}),
+    "apply": ("POST", "/jobs/{job}/applications", {}),
+    "withdraw": ("DELETE", "/jobs/{job}/applications/me", None),
+    "applicants": ("GET", "/jobs/{job}/applications", None),
+    "assign applicant": (
+        "POST", "/jobs/{job}/assign", {"worker_id": APPLICANT[0], "version": "{version}"}
+    ),
+    "assign blocked": (
+        "POST", "/jobs/{job}/assign", {"worker_id": BLOCKED[0], "version": "{version}"}
+    ),
+    "assign bystander": (
+        "POST", "/jobs/{job}/assign", {"worker_id": BYSTANDER[0], "version": "{version}"}
+    ),
+    "cancel": transition("cancel"),
+}  # fmt: skip
+B, C = "BLOCKED_BY_BUSINESS", "BUSINESS_CHOOSES"
+#                     owner  other-business  applicant  blocked  other-worker  ops
+CHOICE_EXPECTED: dict[str, tuple[Any, Any, Any, Any, Any, Any]] = {
+    "read":             (200,  N,              N,         N,       N,            200),
+    "accept":           (F,    F,              C,         B,       C,            F),
+    "apply":            (F,    F,              201,       B,       201,          F),
+    "withdraw":         (F,    F,              204,       204,     N,            F),
+    "applicants":       (200,  N,              F,         F,       F,            200),
+    "assign applicant": (200,  N,              F,         F,       F,            F),
+    "assign blocked":   ("APPLICANT_BLOCKED", N, F,       F,       F,            F),
+    "assign bystander": ("NOT_AN_APPLICANT", N, F,        F,       F,            F),
+    "cancel":           (200,  N,              F,         F,       F,            F),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("caller", list(CHOICE_CALLERS))
+@pytest.mark.parametrize("route", list(CHOICE_ROUTES))
+def test_every_choice_route_by_every_caller(
+    api: Api, cache: redis.Redis, route: str, caller: str
+) -> None:
+    from tests.support import job_body
+
+    body = {**job_body(), "assignment": "business_choice"}
+    job = api.call("POST", "/jobs", OWNER, body).body
+    for who in (APPLICANT, BLOCKED, BYSTANDER):
+        make_worker(api, who)
+    for who in (APPLICANT, BLOCKED):
+        applied = api.call("POST", f"/jobs/{job['id']}/applications", who, {})
+        assert applied.status == 201, applied.body
+    blocked = api.call("PUT", f"/businesses/me/blocked/{BLOCKED[0]}", OWNER)
+    assert blocked.status == 200, blocked.body
+    method, path, template = CHOICE_ROUTES[route]
+
+    reply = api.call(
+        method, path.format(job=job["id"]), CHOICE_CALLERS[caller], fill(template, job, "")
+    )
+
+    answered_as(reply, CHOICE_EXPECTED[route][list(CHOICE_CALLERS).index(caller)])

@@ -74,6 +74,10 @@ def test_a_stored_job_whose_window_ended_reads_without_input_rules() -> None:
         "rating": 5,
         "created_at": "2020-01-01T08:00:00.123456Z",
         "updated_at": "2020-01-01T10:00:00Z",
+        "assignment": "first_come",
+        "auto_pick": None,
+        "choose_within_s": None,
+        "offer_first_to": None,
     }
     job = Job.from_document(ended)
     assert job.window.end < datetime.now(UTC)

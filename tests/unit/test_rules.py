@@ -52,6 +52,10 @@ TAKEN = {"status": "assigned", "assignee_id": "w-2", "claimable": False}
         (job(rated_enough=False, has_skills=False), Code.SKILLS_MISSING),
         (job(rated_enough=False, worker_free=False), Code.RATING_TOO_LOW),
         (job(), Code.JOB_TAKEN),  # claimable again: someone won and gave it back
+        (job(first_come=False), Code.BUSINESS_CHOOSES),
+        (job(not_blocked=False, first_come=False, has_skills=False), Code.BLOCKED_BY_BUSINESS),
+        (job(**TAKEN, first_come=False), Code.BUSINESS_CHOOSES),  # apply is the way, not "taken"
+        (job(status="completed", claimable=False, first_come=False), Code.JOB_UNAVAILABLE),
     ],
 )
 def test_accept_refusals(facts: dict[str, Any] | None, code: Code) -> None:
@@ -69,6 +73,8 @@ def test_every_condition_of_an_accept_has_its_refusal() -> None:
 
     alone = {name: accept_refusal(failing_alone(name), "me") for name in ACCEPT_CONDITIONS}
     assert alone == {
+        "not_blocked": Code.BLOCKED_BY_BUSINESS,
+        "first_come": Code.BUSINESS_CHOOSES,
         "claimable": Code.JOB_TAKEN,
         "window_open": Code.JOB_UNAVAILABLE,
         "at_version": Code.VERSION_CONFLICT,

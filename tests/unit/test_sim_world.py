@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sim.scenario import Scenario, ScenarioError, crosses_itself, load
-from sim.world import distance_m, plan_arrivals, plan_workers
+from sim.world import Past, WorkerPlan, distance_m, plan_arrivals, plan_workers
 
 TINY = Path(__file__).parents[2] / "sim" / "scenarios" / "tiny.toml"
 
@@ -40,6 +40,10 @@ BAD = {
     ),
     "area: the border crosses itself": (TINY_BORDER, BOW_TIE),
     "dispatch: offer_waves: 'ten@5000'": ("[workers]", BAD_WAVES),
+    "workers: push_sample: 41 is more than the 40 workers": (
+        "count = 40",
+        "count = 40\npush_sample = 41",
+    ),
 }
 
 
@@ -99,3 +103,87 @@ def test_places_lie_within_the_border_around_their_zone() -> None:
     ]:
         assert 12.90 <= place[0] <= 13.04 and 77.52 <= place[1] <= 77.67
         assert distance_m(place, centre) < 5 * 2_000  # within five standard deviations
+
+
+def test_habits_follow_the_scenario_distributions() -> None:
+    """Each worker's habits are drawn once from the `[workers.habits]` spreads: the sample
+    mean and standard deviation of 4,000 draws match the Beta and lognormal asked for."""
+    city = tiny(workers__count=4000, workers__accept={"top": 0.8, "midpoint_m": 3000,
+                                                      "width_m": 800})  # fmt: skip
+    habits = [plan.habit for plan in plan_workers(city)]
+    tops = [h.accept_top for h in habits]
+    mean = sum(tops) / len(tops)
+    sd = math.sqrt(sum((t - mean) ** 2 for t in tops) / (len(tops) - 1))
+    # Standard error of the mean: 0.2 / sqrt(4000) = 0.003; five of them.
+    assert abs(mean - 0.8) < 0.016 and abs(sd - 0.2) < 0.015, (mean, sd)
+    assert all(0 <= t <= 1 for t in tops)
+    paces = sorted(h.pace for h in habits)
+    median = paces[len(paces) // 2]
+    logs = [math.log(p) for p in paces]
+    sigma = math.sqrt(sum(x * x for x in logs) / len(logs) - (sum(logs) / len(logs)) ** 2)
+    assert abs(median - 1) < 0.06 and abs(sigma - 0.7) < 0.04, (median, sigma)
+    no_shows = [h.no_show for h in habits]
+    assert abs(sum(no_shows) / len(no_shows) - 0.04) < 0.006
+    # A few vanish a lot: the tenth who vanish most hold over a third of the chance.
+    top_tenth = sorted(no_shows)[-len(no_shows) // 10 :]
+    assert sum(top_tenth) > sum(no_shows) / 3
+
+
+def test_spreads_of_zero_are_the_world_where_everyone_is_alike() -> None:
+    alike = {"acceptance_sd": 0, "answer_pace_sigma": 0, "no_show_sd": 0}
+    city = tiny(workers__habits=alike)
+    for plan in plan_workers(city):
+        assert (plan.habit.accept_top, plan.habit.pace, plan.habit.no_show) == (
+            city.workers.accept.top,
+            1.0,
+            city.workers.no_show,
+        )
+    # Habits come from their own seed: the rest of the plan does not move with them.
+    differ = plan_workers(tiny())
+    assert [(p.home, p.skills, p.online_from) for p in plan_workers(city)] == [
+        (p.home, p.skills, p.online_from) for p in differ
+    ]
+    assert plan_workers(tiny()) == differ
+
+
+def test_a_habit_spread_wider_than_a_beta_allows_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "wide.toml"
+    text = TINY.read_text().replace("[jobs]", "[workers.habits]\nacceptance_sd = 0.5\n\n[jobs]")
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as refused:
+        load(path)
+    assert "workers: habits.acceptance_sd: 0.5 is too wide" in str(refused.value)
+
+
+def test_a_past_of_ratings_follows_the_scenario_and_moves_nothing_else() -> None:
+    """`workers.prior_ratings`: each worker's count of past ratings lies between low and high,
+    their stars are what the database accepts (1 to 5 each) and average the scenario's
+    `jobs.stars`; workers differ (their own mixes), and less when `prior_stars_alike` says
+    they are more alike. Unset, nobody has a past; set, the rest of the plan is the same."""
+    assert {plan.past for plan in plan_workers(tiny(workers__count=500))} == {Past()}
+    past = {"low": 10, "high": 40}
+    city = tiny(workers__count=4000, workers__prior_ratings=past)
+    plans = plan_workers(city)
+    assert all(10 <= p.past.ratings <= 40 for p in plans)
+    assert all(p.past.ratings <= p.past.stars <= 5 * p.past.ratings for p in plans)
+    assert {p.past.ratings for p in plans} == set(range(10, 41))
+    weights = city.jobs.stars
+    expected = sum(s * w for s, w in zip(range(1, 6), weights, strict=True)) / sum(weights)
+    mean = sum(p.past.stars for p in plans) / sum(p.past.ratings for p in plans)
+    # About 100,000 stars of sd about 1: the sample mean is within 0.02 of the scenario's.
+    assert abs(mean - expected) < 0.02, (mean, expected)
+
+    def spread(plans: list[WorkerPlan]) -> float:
+        means = [p.past.stars / p.past.ratings for p in plans]
+        centre = sum(means) / len(means)
+        return math.sqrt(sum((m - centre) ** 2 for m in means) / len(means))
+
+    alike = plan_workers(
+        tiny(workers__count=4000, workers__prior_ratings=past, workers__prior_stars_alike=1000)
+    )
+    assert spread(plans) > 1.5 * spread(alike), (spread(plans), spread(alike))
+    assert plan_workers(city) == plans  # the same seed, the same past
+    without = plan_workers(tiny(workers__count=4000))
+    assert [(p.id, p.home, p.skills, p.online_from, p.habit) for p in plans] == [
+        (p.id, p.home, p.skills, p.online_from, p.habit) for p in without
+    ]

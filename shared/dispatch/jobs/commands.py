@@ -43,6 +43,10 @@ def create_job(
             "window_start": spec.window.start,
             "window_end": spec.window.end,
             "min_rating": spec.min_rating,
+            "assignment": spec.assignment.value,
+            "auto_pick": spec.auto_pick,
+            "choose_within_s": spec.choose_within_s,
+            "offer_first_to": spec.offer_first_to,
             "event_type": JobEventType.CREATED,
             "actor": business_id,
         },
@@ -72,6 +76,11 @@ def accept_job(
         # Two accepts by one worker on two jobs at once: the one-live-job index decided.
         if error.diag.constraint_name == "jobs_one_live_job_per_worker":
             raise DispatchError(Code.WORKER_BUSY) from error
+        raise
+    except errors.CheckViolation as error:
+        # Blocked by the business at the same instant: the database's own guard decided.
+        if error.diag.constraint_name == "jobs_never_to_a_blocked_worker":
+            raise DispatchError(Code.BLOCKED_BY_BUSINESS) from error
         raise
     if row is None:
         facts = conn.execute(sql.ACCEPT_FAILURE_FACTS, params).fetchone()

@@ -50,6 +50,14 @@ class JobEventType(StrEnum):
     RATED = "job.rated"
 
 
+class Assignment(StrEnum):
+    """Who decides who gets the job: the first qualified worker to accept, or the business,
+    choosing among those who applied."""
+
+    FIRST_COME = "first_come"
+    BUSINESS_CHOICE = "business_choice"
+
+
 class TransitionEvent(StrEnum):
     CHECK_IN = "check_in"
     RELEASE = "release"
@@ -138,6 +146,27 @@ class CreateJob(Strict):
     skills: Skills
     window: Window
     min_rating: MinRating | None = None
+    assignment: Assignment = Assignment.FIRST_COME
+    # business_choice only: the system assigns the best applicant when the deadline passes
+    auto_pick: bool | None = Field(None, strict=True)
+    # business_choice only: seconds the business has to choose, from when the job opens
+    choose_within_s: int | None = Field(None, ge=1, le=30 * 24 * 3600, strict=True)
+    # a wave 0 to the business's fresh, qualified favourites before the ordinary waves
+    offer_first_to: Literal["favourites"] | None = None
+
+    @model_validator(mode="after")
+    def _choice_settings(self) -> "CreateJob":
+        if self.assignment is Assignment.FIRST_COME:
+            if self.auto_pick is not None or self.choose_within_s is not None:
+                raise ValueError(
+                    "auto_pick and choose_within_s belong to assignment business_choice"
+                )
+            return self
+        if self.auto_pick is None:
+            self.auto_pick = False
+        if self.auto_pick and self.choose_within_s is None:
+            raise ValueError("auto_pick needs choose_within_s: the moment to pick at")
+        return self
 
 
 class RateJob(Strict):
@@ -192,6 +221,10 @@ class Job(Document):
     rating: int | None  # the stars the business gave the work, once completed
     created_at: datetime
     updated_at: datetime
+    assignment: Assignment
+    auto_pick: bool | None  # business_choice only
+    choose_within_s: int | None  # business_choice only, when the business set a deadline
+    offer_first_to: Literal["favourites"] | None  # each round begins with favourites
 
     def changed_job(self) -> UUID:
         return self.id
@@ -250,9 +283,11 @@ class JobChanged(Event):
 
 
 class JobEvents(Resource):
-    """GET /jobs/{job_id}/events: the job's history of changes, in version order."""
+    """GET /jobs/{job_id}/events, in version order: the job's changes (data: the Job), and for
+    its business and ops its offers, applications, unfilled rounds and returns to the
+    business's choice; for the assignee, those naming it."""
 
-    events: list[JobChanged]
+    events: list[Event]  # each by its type: a change (JobChanged) or an offer event
 
     def document(self) -> dict[str, Any]:
         return {"events": [event.document() for event in self.events]}

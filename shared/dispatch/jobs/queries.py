@@ -1,20 +1,30 @@
 """Reads of jobs, with who may see what: the owning business, the assignee, ops."""
 
+from typing import Any
 from uuid import UUID
 
 from dispatch.auth import Caller, Role
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
+from dispatch.events import Event
 from dispatch.jobs import sql
-from dispatch.jobs.models import Job, JobChanged, JobEvents, NearbyJob, NearbyJobs
+from dispatch.jobs.models import (
+    JOB_EVENT_MODELS,
+    Job,
+    JobChanged,
+    JobEvents,
+    NearbyJob,
+    NearbyJobs,
+)
+
+
+def oversees(caller: Caller, job: Job) -> bool:
+    """Ops, or the business that owns the job: they see all of it, its offer events too."""
+    return caller.has(Role.OPS) or (caller.has(Role.BUSINESS) and job.business_id == caller.id)
 
 
 def can_view(caller: Caller, job: Job) -> bool:
-    return (
-        caller.has(Role.OPS)
-        or (caller.has(Role.BUSINESS) and job.business_id == caller.id)
-        or (caller.has(Role.WORKER) and job.assignee_id == caller.id)
-    )
+    return oversees(caller, job) or (caller.has(Role.WORKER) and job.assignee_id == caller.id)
 
 
 def visible_job(conn: Connection, caller: Caller, job_id: UUID) -> Job:
@@ -27,9 +37,19 @@ def visible_job(conn: Connection, caller: Caller, job_id: UUID) -> Job:
 
 
 def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
-    visible_job(conn, caller, job_id)
-    rows = conn.execute(sql.EVENTS_OF_JOB, {"job_id": job_id}).fetchall()
-    return JobEvents(events=[JobChanged.from_document(row["document"]) for row in rows])
+    """The job's events to pull after a gap in push: its business and ops lose nothing here;
+    a worker also reads its offers at GET /workers/me/offers."""
+    job = visible_job(conn, caller, job_id)
+    params = {"job_id": job_id, "everything": oversees(caller, job), "caller_id": caller.id}
+    rows = conn.execute(sql.EVENTS_OF_JOB, params).fetchall()
+    return JobEvents(events=[event_of(row["document"]) for row in rows])
+
+
+def event_of(document: dict[str, Any]) -> Event:
+    """A change of the job as its own model (data: the Job), any other event as it is."""
+    if document["type"] in JOB_EVENT_MODELS:
+        return JobChanged.from_document(document)
+    return Event.from_document(document)
 
 
 def nearby_jobs(

@@ -24,6 +24,10 @@ def accept_refusal(facts: Facts | None, worker_id: str) -> Code:
         return Code.NOT_FOUND
     if JobStatus(facts["status"]) in FINISHED_STATUSES:
         return Code.JOB_UNAVAILABLE
+    if not facts["not_blocked"]:  # nothing of this business's is for them
+        return Code.BLOCKED_BY_BUSINESS
+    if not facts["first_come"]:  # apply instead: the business chooses
+        return Code.BUSINESS_CHOOSES
     if not facts["claimable"]:  # held, by a lease still running or work in progress
         # Tapping again on the job you already hold is not "taken by another worker".
         return Code.WORKER_BUSY if facts["assignee_id"] == worker_id else Code.JOB_TAKEN
@@ -36,6 +40,8 @@ def accept_refusal(facts: Facts | None, worker_id: str) -> Code:
 
 # The refusal of each other condition of an accept, in the order a person can act on them.
 ACCEPT_REFUSALS: dict[str, Code] = {
+    "not_blocked": Code.BLOCKED_BY_BUSINESS,  # named before the loop, as is the next
+    "first_come": Code.BUSINESS_CHOOSES,  # named before the loop: it outranks a taken job
     "window_open": Code.JOB_UNAVAILABLE,  # nobody may take it any more, whatever the sweeper did
     "at_version": Code.VERSION_CONFLICT,
     "has_skills": Code.SKILLS_MISSING,

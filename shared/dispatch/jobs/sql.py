@@ -11,9 +11,11 @@ from dispatch.outbox.sql import with_event
 
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
-    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating)
+    INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating,
+                      assignment, auto_pick, choose_within_s, choose_by, offer_first_to)
     VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
-            %(min_rating)s)
+            %(min_rating)s, %(assignment)s, %(auto_pick)s, %(choose_within_s)s::integer,
+            now() + make_interval(secs => %(choose_within_s)s::integer), %(offer_first_to)s)
     RETURNING *, dispatch_job_json(jobs) AS document
 """)
 
@@ -26,11 +28,21 @@ FINISHED: LiteralString = "('completed', 'cancelled', 'expired')"  # nothing mov
 UNFINISHED: LiteralString = "('open', 'assigned', 'in_progress')"
 UNTAKEN: LiteralString = "('open', 'cancelled', 'expired')"  # nobody is assigned
 
+# The job's business did not block the worker (rosters, its primary key).
+NOT_BLOCKED: LiteralString = """NOT EXISTS (SELECT 1 FROM rosters r
+                     WHERE r.business_id = j.business_id AND r.worker_id = %(worker_id)s
+                       AND r.list = 'blocked')"""
+
 # Accept: what must hold for a worker to take a job, each condition named once. The accept's
 # WHERE clause is their conjunction; when it matches nothing, ACCEPT_FAILURE_FACTS reads each
 # of them by name and rules.accept_refusal names the cause (tests/unit/test_rules.py: every
 # condition has its refusal).
 ACCEPT_CONDITIONS: dict[LiteralString, LiteralString] = {
+    # first come: on a business_choice job workers apply and the business assigns
+    # (jobs_choice_goes_to_an_applicant refuses the rest)
+    "first_come": "j.assignment = 'first_come'",
+    # the business did not block the worker (jobs_never_to_a_blocked_worker refuses the rest)
+    "not_blocked": NOT_BLOCKED,
     # open, or assigned with a lease that already ran out (correctness never waits for the
     # sweeper)
     "claimable": "(j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))",
@@ -59,14 +71,17 @@ _ACCEPT_FACTS: LiteralString = ",\n       ".join(
 
 # The claim: the lease runs DISPATCH_LEASE_SECONDS, cut at the window's end (a lease never
 # outlives the window: jobs_lease_within_window).
-ACCEPT_JOB = with_event(f"""
-    UPDATE jobs AS j
+# What a claim writes, by an accept or by the business's assign (dispatch.choice.sql).
+CLAIM_SET: LiteralString = """
        SET status = 'assigned',
            assignee_id = %(worker_id)s,
            before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
            lease_expires_at = least(now() + make_interval(secs => %(lease_seconds)s), window_end),
            version = version + 1,
-           updated_at = now()
+           updated_at = now()"""
+
+ACCEPT_JOB = with_event(f"""
+    UPDATE jobs AS j{CLAIM_SET}
      WHERE j.id = %(job_id)s
        AND {_ACCEPT_WHERE}
     RETURNING j.*, dispatch_job_json(j) AS document
@@ -81,9 +96,21 @@ SELECT j.status, j.assignee_id,
 
 JOB_BY_ID = "SELECT dispatch_job_json(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
 
+# A job's events to pull after a gap in push: its changes, and of its offer events (offers,
+# applications, unfilled rounds, back to choice) all for its business and ops (`everything`),
+# those naming the assignee for the assignee. In version order; within a version the change
+# first, then the rest as written.
 EVENTS_OF_JOB = """
-SELECT dispatch_event(e) AS document
-  FROM job_events e WHERE e.job_id = %(job_id)s ORDER BY e.version
+SELECT document FROM (
+    SELECT dispatch_event(e) AS document, e.version, 0 AS after_the_change, e.id
+      FROM job_events e WHERE e.job_id = %(job_id)s
+    UNION ALL
+    SELECT dispatch_event(o), o.version, 1, o.id
+      FROM offer_events o
+     WHERE o.job_id = %(job_id)s
+       AND (%(everything)s OR o.data->>'worker_id' = %(caller_id)s)
+) heard
+ORDER BY version, after_the_change, id
 """
 
 # A transition: one conditional UPDATE keyed on the id, the allowed source statuses, the

@@ -31,21 +31,52 @@ class WaveRequest(BaseModel):
         return self.model_copy(update={"wave": self.wave + 1})
 
 
+class OfferReason(BaseModel):
+    """Why this worker was offered the job: the inputs that ranked them (the offer policy's,
+    `DISPATCH_OFFER_POLICY`). `nearest` ranks by distance (100 m bands), then rating: it fills
+    those and the rank. `likely` (dispatch.offers.policy) adds the worker's recent record as
+    Dispatch holds it, the chance of a yes before the next wave, and the score it ranked by."""
+
+    policy: str  # nearest | likely
+    rank: int  # 1 = offered first in its wave
+    supply: int | None = None  # qualified workers the policy ranked
+    distance_m: float
+    rating: float | None = None  # the worker's, when the wave ran
+    min_rating: float | None = None  # the job's
+    offers: int | None = None  # of their recent offers, answered or gone silent
+    accepts: int | None = None
+    declines: int | None = None
+    silences: int | None = None
+    releases: int | None = None
+    leases_run_out: int | None = None
+    answer_s: float | None = None  # their mean seconds from offer to answer
+    idle_s: int | None = None  # seconds since their last accept (capped at the history)
+    round_declines: int | None = None  # declines of this job already in this round
+    chance: float | None = None  # of a yes before the next wave
+    soon: float | None = None  # of a yes within the horizon
+    score: float | None = None
+
+
 class OfferCreatedData(BaseModel):
-    """`offer.created`: one worker was offered the job in a wave."""
+    """`offer.created`: one worker was offered the job in a wave, and why."""
 
     worker_id: str
     distance_m: float
     wave: int
     radius_m: int
     job: JobSummary
+    why: OfferReason | None = None  # null only on offers made before reasons were recorded
 
 
 class JobUnfilledData(BaseModel):
-    """`job.unfilled`: every wave of the round passed and the job is still open."""
+    """`job.unfilled`: every wave of the round passed and the job is still open; or, for a
+    business_choice job, its deadline to choose passed (`reason`) with nobody assigned."""
 
     waves: int
     offered: int
+    # null: the offer waves passed (first come); a choice job's deadline: why nobody was assigned
+    reason: Literal["no_applicants", "not_chosen"] | None = None
+    applicants: int | None = None  # a choice job's current applicants at its deadline
 
 
 class Offer(Document):

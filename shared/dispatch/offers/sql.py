@@ -23,17 +23,12 @@ ON CONFLICT DO NOTHING
 RETURNING wave
 """
 
-# The candidates (nearest first, from Redis) filtered and ranked by Postgres; each chosen
-# worker gets one job_offers row (job_offers_once_per_worker) and one offer.created event.
-# Qualified: every skill, the rating the job asks for (none: below any), no live job, never
-# offered or declined this job. Not offered again in the new round: whoever held the job just
-# before it opened (whose lease ran out, or who released it), read from the previous event.
-MAKE_OFFERS: LiteralString = f"""
-WITH candidate AS (
-    SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[])
-        AS c(worker_id, distance_m)
-), chosen AS (
-    SELECT c.worker_id, c.distance_m
+# Who may be offered the job in this round, from the candidates (nearest first, from Redis,
+# in the CTE `candidate`): every skill, the rating the job asks for (none: below any), no
+# live job, never offered or declined this job, and not whoever held the job just before it
+# opened (whose lease ran out, or who released it), read from the previous event. One rule
+# for every policy (dispatch.offers.policy).
+QUALIFIED: LiteralString = f"""
       FROM candidate c
       LEFT JOIN workers w ON w.id = c.worker_id
      WHERE coalesce(w.skills, '{{}}') @> %(skills)s::text[]
@@ -48,7 +43,24 @@ WITH candidate AS (
                         WHERE o.job_id = %(job_id)s AND o.worker_id = c.worker_id)
        AND NOT EXISTS (SELECT 1 FROM job_declines d
                         WHERE d.job_id = %(job_id)s AND d.worker_id = c.worker_id)
-     ORDER BY floor(c.distance_m / %(tie_band_m)s), w.rating DESC NULLS LAST, c.distance_m
+"""
+CANDIDATES: LiteralString = """
+WITH candidate AS (
+    SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[])
+        AS c(worker_id, distance_m)
+)"""
+
+# The seed's policy (`nearest`): the qualified candidates nearest first, rating breaking ties
+# within a band; each chosen worker gets one job_offers row (job_offers_once_per_worker) and
+# one offer.created event, which says why (`why`: the distance, the ratings, the rank).
+MAKE_OFFERS: LiteralString = (
+    CANDIDATES
+    + """, chosen AS (
+    SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating,
+           row_number() OVER (ORDER BY floor(c.distance_m / %(tie_band_m)s),
+                                       w.rating DESC NULLS LAST, c.distance_m) AS rank"""
+    + QUALIFIED
+    + """     ORDER BY floor(c.distance_m / %(tie_band_m)s), w.rating DESC NULLS LAST, c.distance_m
      LIMIT %(size)s
 ), offered AS (
     INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m)
@@ -56,23 +68,117 @@ WITH candidate AS (
     RETURNING worker_id, distance_m, created_at
 )
 INSERT INTO offer_events (job_id, type, version, occurred_at, data)
-SELECT %(job_id)s, 'offer.created', %(version)s, created_at,
-       jsonb_build_object('worker_id', worker_id, 'distance_m', round(distance_m::numeric, 1),
+SELECT %(job_id)s, 'offer.created', %(version)s, o.created_at,
+       jsonb_build_object('worker_id', o.worker_id, 'distance_m', round(o.distance_m::numeric, 1),
                           'wave', %(wave)s, 'radius_m', %(radius_m)s,
                           'job', (SELECT dispatch_job_summary(j) FROM jobs j
-                                   WHERE j.id = %(job_id)s))
-  FROM offered
+                                   WHERE j.id = %(job_id)s),
+                          'why', jsonb_build_object(
+                              'policy', 'nearest', 'rank', c.rank,
+                              'distance_m', round(o.distance_m::numeric, 1),
+                              'rating', c.rating, 'min_rating', %(min_rating)s::float8))
+  FROM offered o JOIN chosen c USING (worker_id)
+RETURNING id
+"""
+)
+
+# The `likely` policy's view of the nearest %(pool)s qualified candidates: what each did with
+# their latest offers (at most %(recent)s, within %(history_s)s), read from what the product
+# records and nothing else. An offer's answer is a decline (job_declines), an accept (the
+# job's next version is job.assigned to them; job_events_one_per_change makes it one lookup),
+# or silence (neither, and the job stayed open %(silence_s)s after the offer, or still is);
+# an accept that ended in job.released or job.reopened (the lease ran out) is counted too.
+# A lost accept race leaves no record: it reads as silence. `expected` is how many yeses
+# their offers' distances alone would predict (1 / (1 + (d / half)^2) each), so that a worker
+# offered far jobs is not taken for a worker who says no. `round_declines`: the declines this
+# job already had in this round.
+LIKELY_CANDIDATES: LiteralString = (
+    CANDIDATES
+    + """, qualified AS (
+    SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating"""
+    + QUALIFIED
+    + """     ORDER BY c.distance_m
+     LIMIT %(pool)s
+)
+SELECT q.worker_id, q.distance_m, q.rating, h.*,
+       (SELECT count(*) FROM job_offers o JOIN job_declines d USING (job_id, worker_id)
+         WHERE o.job_id = %(job_id)s AND o.job_version = %(version)s) AS round_declines
+  FROM qualified q
+ CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE a.answer <> 'pending') AS offers,
+           count(*) FILTER (WHERE a.answer = 'accept') AS accepts,
+           count(*) FILTER (WHERE a.answer = 'decline') AS declines,
+           count(*) FILTER (WHERE a.answer = 'silence') AS silences,
+           count(*) FILTER (WHERE a.ending = 'job.released') AS releases,
+           count(*) FILTER (WHERE a.ending = 'job.reopened') AS leases_run_out,
+           coalesce(sum(1 / (1 + (r.distance_m / %(half_m)s) ^ 2))
+                    FILTER (WHERE a.answer <> 'pending'), 0)::float8 AS expected,
+           avg(a.seconds) AS answer_s,
+           extract(epoch FROM now() - max(r.created_at) FILTER (WHERE a.answer = 'accept'))
+               ::float8 AS since_accept_s
+      FROM (SELECT o.job_id, o.job_version, o.distance_m, o.created_at FROM job_offers o
+             WHERE o.worker_id = q.worker_id
+               AND o.created_at > now() - make_interval(secs => %(history_s)s)
+             ORDER BY o.created_at DESC
+             LIMIT %(recent)s) r
+      LEFT JOIN job_declines d ON d.job_id = r.job_id AND d.worker_id = q.worker_id
+      LEFT JOIN job_events taken ON taken.job_id = r.job_id AND taken.version = r.job_version + 1
+      LEFT JOIN job_events later ON later.job_id = r.job_id AND later.version = r.job_version + 2
+     CROSS JOIN LATERAL (
+        SELECT CASE
+                 WHEN d.worker_id IS NOT NULL THEN 'decline'
+                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = q.worker_id
+                   THEN 'accept'
+                 WHEN coalesce(taken.occurred_at, now()) - r.created_at
+                      >= make_interval(secs => %(silence_s)s) THEN 'silence'
+                 ELSE 'pending'
+               END AS answer,
+               CASE WHEN taken.type = 'job.assigned'
+                     AND taken.data ->> 'assignee_id' = q.worker_id THEN later.type END AS ending,
+               extract(epoch FROM CASE
+                 WHEN d.worker_id IS NOT NULL THEN d.declined_at - r.created_at
+                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = q.worker_id
+                   THEN taken.occurred_at - r.created_at
+               END)::float8 AS seconds
+     ) a
+ ) h
+ ORDER BY q.distance_m
+"""
+)
+
+# The `likely` policy's choice, written like the seed's: one job_offers row per chosen worker
+# (job_offers_once_per_worker) and one offer.created event, which also records why the worker
+# was chosen (their ranking inputs, %(why)s, in the chosen order).
+MAKE_CHOSEN_OFFERS: LiteralString = """
+WITH chosen AS (
+    SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[], %(why)s::jsonb[])
+        AS c(worker_id, distance_m, why)
+), offered AS (
+    INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m)
+    SELECT %(job_id)s, worker_id, %(version)s, %(wave)s, distance_m FROM chosen
+    RETURNING worker_id, distance_m, created_at
+)
+INSERT INTO offer_events (job_id, type, version, occurred_at, data)
+SELECT %(job_id)s, 'offer.created', %(version)s, o.created_at,
+       jsonb_build_object('worker_id', o.worker_id, 'distance_m', round(o.distance_m::numeric, 1),
+                          'wave', %(wave)s, 'radius_m', %(radius_m)s,
+                          'job', (SELECT dispatch_job_summary(j) FROM jobs j
+                                   WHERE j.id = %(job_id)s),
+                          'why', c.why)
+  FROM offered o JOIN chosen c USING (worker_id)
 RETURNING id
 """
 
 # The final check: the job is still open in this round after every wave (one per round:
-# offer_events_one_unfilled_per_round).
+# offer_events_one_unfilled_per_round). Not for a job the business chooses for: it is open
+# by design until its deadline, which tells it instead (dispatch.choice.deadline).
 UNFILLED: LiteralString = """
 INSERT INTO offer_events (job_id, type, version, data)
-VALUES (%(job_id)s, 'job.unfilled', %(version)s,
-        jsonb_build_object('waves', %(waves)s,
-                           'offered', (SELECT count(*) FROM job_offers
-                                        WHERE job_id = %(job_id)s AND job_version = %(version)s)))
+SELECT %(job_id)s, 'job.unfilled', %(version)s,
+       jsonb_build_object('waves', %(waves)s,
+                          'offered', (SELECT count(*) FROM job_offers
+                                       WHERE job_id = %(job_id)s AND job_version = %(version)s))
+ WHERE (SELECT assignment FROM jobs WHERE id = %(job_id)s) = 'first_come'
 """
 
 # The round's own small outbox: its events not yet on the bus, in the order written.

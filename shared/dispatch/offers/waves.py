@@ -20,13 +20,13 @@ from typing import Any
 from uuid import UUID
 
 from dispatch import aws, db
-from dispatch.config import settings
+from dispatch.config import Wave, settings
 from dispatch.db import Connection
 from dispatch.errors import CacheUnavailable
 from dispatch.events import Event
 from dispatch.jobs.models import JobEventType
 from dispatch.observability import count, logger
-from dispatch.offers import inbox
+from dispatch.offers import inbox, policy
 from dispatch.offers.models import WaveRequest
 from dispatch.offers.sql import (
     LOCK_OPEN_JOB,
@@ -38,6 +38,7 @@ from dispatch.offers.sql import (
     UNFILLED,
 )
 from dispatch.outbox.publisher import announce
+from dispatch.rosters import commands as rosters
 from dispatch.workers import locations
 
 # Events that open a job to the market: each starts a round of offers.
@@ -60,10 +61,12 @@ PutAll = Callable[[Sequence[Event]], None]
 
 
 def round_for(event: Event) -> WaveRequest | None:
-    """The first wave of the round an event opens, or None for events that open nothing."""
+    """The first wave of the round an event opens, or None for events that open nothing: wave 0
+    (the business's favourites) when the job was posted with offer_first_to, else wave 1."""
     if event.type not in OPENING_EVENTS:
         return None
-    return WaveRequest(job_id=event.job_id, version=event.version, wave=1)
+    first = 0 if event.data.get("offer_first_to") == "favourites" else 1
+    return WaveRequest(job_id=event.job_id, version=event.version, wave=first)
 
 
 def start_round(event: Event) -> None:
@@ -102,12 +105,17 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
     waves = settings().offer_waves
     if request.wave > len(waves):
         return _final_check(conn, request, len(waves), put)
-    wave = waves[request.wave - 1]
+    wave = waves[request.wave - 1] if request.wave else favourites_wave(waves)
     params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
     job = conn.execute(OPEN_JOB, params).fetchone()
     if job is None:  # taken (or cancelled) since the round began: the round is over
         return WaveReport(0, publish_pending(conn, request.job_id, put), scheduled=False)
-    near = _positions_near(job["document"]["location"], wave.radius_m, request)
+    near = (
+        _positions_near(job["document"]["location"], wave.radius_m, request)
+        if request.wave
+        else _favourites_near(conn, job["document"], wave.radius_m)
+    )
+    near = rosters.without_blocked(conn, job["document"]["business_id"], near)
     offered = 0
     with conn.transaction():
         job = conn.execute(LOCK_OPEN_JOB, params).fetchone()
@@ -115,22 +123,22 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
             job is not None
             and conn.execute(START_WAVE, {**params, "wave": request.wave}).fetchone()
         ):
-            offered = len(
-                conn.execute(
-                    MAKE_OFFERS,
-                    {
-                        **params,
-                        "wave": request.wave,
-                        "size": wave.size,
-                        "radius_m": wave.radius_m,
-                        "worker_ids": [worker_id for worker_id, _ in near],
-                        "distances": [distance for _, distance in near],
-                        "skills": job["document"]["skills"],
-                        "min_rating": job["document"]["min_rating"],
-                        "tie_band_m": TIE_BAND_M,
-                    },
-                ).fetchall()
-            )
+            choice = {
+                **params,
+                "wave": request.wave,
+                "size": wave.size,
+                "radius_m": wave.radius_m,
+                "worker_ids": [worker_id for worker_id, _ in near],
+                "distances": [distance for _, distance in near],
+                "skills": job["document"]["skills"],
+                "min_rating": job["document"]["min_rating"],
+                "tie_band_m": TIE_BAND_M,
+            }
+            # The hook where a wave picks its workers: the seed's nearest first, or a policy.
+            if settings().offer_policy == "likely":
+                offered = policy.make_offers(conn, choice)
+            else:
+                offered = len(conn.execute(MAKE_OFFERS, choice).fetchall())
     published = publish_pending(conn, request.job_id, put)
     if job is not None:
         schedule(request.next(), settings().offer_wave_interval_seconds)
@@ -140,6 +148,21 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
         extra={**request.model_dump(mode="json"), "offered": offered, "open": job is not None},
     )
     return WaveReport(offered, published, scheduled=job is not None)
+
+
+# Wave 0 offers to every fresh qualified favourite within the outermost wave's radius.
+FAVOURITES_AT_MOST = 1000
+
+
+def favourites_wave(waves: Sequence[Wave]) -> Wave:
+    return Wave(FAVOURITES_AT_MOST, waves[-1].radius_m)
+
+
+def _favourites_near(
+    conn: Connection, job: dict[str, Any], radius_m: int
+) -> list[tuple[str, float]]:
+    where = job["location"]
+    return rosters.favourites_near(conn, job["business_id"], where["lat"], where["lng"], radius_m)
 
 
 def _positions_near(
@@ -171,8 +194,7 @@ def _final_check(conn: Connection, request: WaveRequest, waves: int, put: PutAll
             conn.execute(LOCK_OPEN_JOB, params).fetchone()
             and conn.execute(START_WAVE, {**params, "wave": request.wave}).fetchone()
         ):
-            conn.execute(UNFILLED, {**params, "waves": waves})
-            unfilled = True
+            unfilled = conn.execute(UNFILLED, {**params, "waves": waves}).rowcount == 1
     if unfilled:
         count("JobsUnfilled")
     return WaveReport(0, publish_pending(conn, request.job_id, put), False, unfilled)

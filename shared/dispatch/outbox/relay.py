@@ -50,10 +50,14 @@ class RelayReport:
     sent: int
 
 
-def relay_once(conn: Connection, send: Send, job_id: UUID | None = None) -> RelayReport:
+def relay_once(
+    conn: Connection, send: Send, job_id: UUID | None = None, send_by: float | None = None
+) -> RelayReport:
     """One pass: claim a batch, send it, mark what went out. With `job_id`, that job's events
     only (a writer right after its commit: its answer must not wait for anyone else's
-    backlog); without, the oldest events of any job (the catch-up)."""
+    backlog); without, the oldest events of any job (the catch-up). `send_by` (monotonic
+    time) ends the sending sooner than the claim would: the caller's own time running out
+    (a Lambda's timeout would cut a pass between its sends and its marks)."""
     s = settings()
     rows = conn.execute(
         sql.CLAIM_UNPUBLISHED if job_id is None else sql.CLAIM_UNPUBLISHED_OF_JOB,
@@ -67,6 +71,8 @@ def relay_once(conn: Connection, send: Send, job_id: UUID | None = None) -> Rela
     if not rows:
         return RelayReport(0, 0)
     deadline = time.monotonic() + s.relay_claim_seconds * SENDING_SHARE_OF_CLAIM
+    if send_by is not None:
+        deadline = min(deadline, send_by)
     messages = sorted((Message(**r) for r in rows), key=lambda m: (m.job_id, m.version))
     sent: set[UUID] = set()
     try:
@@ -88,11 +94,17 @@ def _mark(conn: Connection, marks: dict[str, list[UUID]]) -> None:
             fresh.execute(sql.MARK_RELAYED, marks)
 
 
-def catch_up(conn: Connection, send: Send, keep_going: Callable[[], bool] = lambda: True) -> int:
-    """Relay until nothing is left to claim (or time runs out); returns events sent."""
+def catch_up(
+    conn: Connection,
+    send: Send,
+    keep_going: Callable[[], bool] = lambda: True,
+    send_by: Callable[[], float | None] = lambda: None,
+) -> int:
+    """Relay until nothing is left to claim (or time runs out); returns events sent. Each
+    pass stops sending by `send_by()` (monotonic time, or None: the claim alone bounds it)."""
     total = 0
     while keep_going():
-        report = relay_once(conn, send)
+        report = relay_once(conn, send, send_by=send_by())
         total += report.sent
         if report.claimed < settings().relay_batch_size or report.sent == 0:
             break

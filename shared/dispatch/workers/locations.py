@@ -126,6 +126,23 @@ def fresh_nearby(lat: float, lng: float, radius_m: float, limit: int) -> list[tu
     ]
 
 
+def fresh_positions(worker_ids: list[str]) -> dict[str, tuple[float, float]]:
+    """Where each of these workers is, (lat, lng), for those seen within the freshness period;
+    the others are left out. Two commands in one round trip."""
+    positions, seen_at = position_keys()
+    with reachable() as r:
+        pipe = r.pipeline(transaction=False)
+        pipe.geopos(positions, *worker_ids)
+        pipe.zmscore(seen_at, worker_ids)
+        found, seen = pipe.execute()
+    cutoff = time.time() - settings().location_fresh_seconds
+    return {
+        worker_id: (float(where[1]), float(where[0]))
+        for worker_id, where, last_seen in zip(worker_ids, found, seen, strict=True)
+        if where is not None and last_seen is not None and last_seen >= cutoff
+    }
+
+
 def fresh_in_box(
     min_lng: float, min_lat: float, max_lng: float, max_lat: float, limit: int
 ) -> list[tuple[str, float, float, float]]:
