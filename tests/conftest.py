@@ -159,13 +159,31 @@ def database_url(admin_url: str) -> Iterator[str]:
     drop_database(admin_url, url)
 
 
+def empty_the_tables(connection: db.Connection) -> None:
+    """TRUNCATE waits for every lock on the tables: one left held by an earlier test (a thread
+    still in a transaction) fails this test at once, naming the holders, instead of hanging
+    it until the suite's timeout."""
+    try:
+        with connection.transaction():
+            connection.execute("SET LOCAL lock_timeout = '20s'")
+            connection.execute(f"TRUNCATE {TABLES} CASCADE")
+    except psycopg.errors.LockNotAvailable:
+        holders = connection.execute(
+            """SELECT pid, application_name, state, xact_start, left(query, 200) AS query
+                 FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                  AND xact_start IS NOT NULL"""
+        ).fetchall()
+        raise AssertionError(f"the tables are held by an earlier test: {holders}") from None
+
+
 @pytest.fixture
 def conn(database_url: str) -> Iterator[db.Connection]:
     """A plain connection to the test database, tables emptied first. Every event a test
     produced is checked against the AsyncAPI document before it goes (tests/contract.py)."""
     with db.connect(database_url) as connection:
         validate_stored_events(connection)  # left by a test that did not ask for `conn`
-        connection.execute(f"TRUNCATE {TABLES} CASCADE")
+        empty_the_tables(connection)
         yield connection
         validate_stored_events(connection)
 

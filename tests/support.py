@@ -244,10 +244,16 @@ def drain(
     raise AssertionError("the queue never drained")
 
 
-def on_the_queue(url: str) -> list[str]:
-    """Take every message off a queue; their bodies, in the order received."""
+def on_the_queue(url: str, rounds: int = 500) -> list[str]:
+    """Take every message off a queue; their bodies, in the order received. Bounded: a queue
+    that something keeps filling fails the test with what it held, instead of hanging it."""
     sqs, bodies = boto3.client("sqs"), []
-    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+    for _ in range(rounds):
+        messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
+            "Messages"
+        )
+        if not messages:
+            return bodies
         bodies += [m["Body"] for m in messages]
         sqs.delete_message_batch(
             QueueUrl=url,
@@ -255,7 +261,9 @@ def on_the_queue(url: str) -> list[str]:
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
             ],
         )
-    return bodies
+    raise AssertionError(
+        f"{url} kept filling: {len(bodies)} messages taken, the last {bodies[-3:]}"
+    )
 
 
 def on_the_bus(tap: str) -> list[dict[str, Any]]:
