@@ -172,6 +172,112 @@ CREATE TYPE public.dispatch_offer_created_document AS (
 );
 
 
+--
+-- Name: dispatch_accept_job(text, text, uuid, integer, integer, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text) RETURNS TABLE(document json, answer text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY WITH changed AS (
+    UPDATE jobs AS j
+       SET status = 'assigned',
+           assignee_id = p_worker_id,
+           before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
+           lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
+           version = version + 1,
+           updated_at = now()
+     WHERE j.id = p_job_id
+       AND j.assignment = 'first_come'
+       AND NOT EXISTS (SELECT 1 FROM rosters r
+                     WHERE r.business_id = j.business_id AND r.worker_id = p_worker_id
+                       AND r.list = 'blocked')
+       AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
+       AND j.window_end > now()
+       AND (p_version::integer IS NULL OR j.version = p_version::integer)
+       AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = p_worker_id), '{}')
+       AND (j.min_rating IS NULL
+         OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = p_worker_id))
+       AND NOT EXISTS (SELECT 1 FROM jobs live
+                     WHERE live.assignee_id = p_worker_id
+                       AND live.status IN ('assigned', 'in_progress')
+                       AND live.id <> p_job_id)
+    RETURNING j.*, dispatch_job_json(j) AS document
+),
+event AS (
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
+),
+answers AS (SELECT *, (document)::text AS answer FROM changed)
+SELECT answers.document, answers.answer FROM answers;
+END
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text) IS 'f0f34b647cdd782eb885c2ee5ca723954e4907c9b1ca43c19d9feecf4f7e43f5';
+
+
+--
+-- Name: dispatch_accept_job_keyed(text, integer, text, text, uuid, text, integer, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_accept_job_keyed(p_actor text, p_answer_status integer, p_event_type text, p_fingerprint text, p_job_id uuid, p_key text, p_lease_seconds integer, p_principal text, p_version integer, p_worker_id text) RETURNS TABLE(document json, answer text)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY WITH changed AS (
+    UPDATE jobs AS j
+       SET status = 'assigned',
+           assignee_id = p_worker_id,
+           before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
+           lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
+           version = version + 1,
+           updated_at = now()
+     WHERE j.id = p_job_id
+       AND j.assignment = 'first_come'
+       AND NOT EXISTS (SELECT 1 FROM rosters r
+                     WHERE r.business_id = j.business_id AND r.worker_id = p_worker_id
+                       AND r.list = 'blocked')
+       AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
+       AND j.window_end > now()
+       AND (p_version::integer IS NULL OR j.version = p_version::integer)
+       AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = p_worker_id), '{}')
+       AND (j.min_rating IS NULL
+         OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = p_worker_id))
+       AND NOT EXISTS (SELECT 1 FROM jobs live
+                     WHERE live.assignee_id = p_worker_id
+                       AND live.status IN ('assigned', 'in_progress')
+                       AND live.id <> p_job_id)
+    RETURNING j.*, dispatch_job_json(j) AS document
+),
+event AS (
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
+),
+answers AS (SELECT *, (document)::text AS answer FROM changed),
+answered AS (
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT p_principal, p_key, p_fingerprint, p_answer_status, answer FROM answers
+)
+SELECT answers.document, answers.answer FROM answers;
+END
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_accept_job_keyed(p_actor text, p_answer_status integer, p_event_type text, p_fingerprint text, p_job_id uuid, p_key text, p_lease_seconds integer, p_principal text, p_version integer, p_worker_id text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.dispatch_accept_job_keyed(p_actor text, p_answer_status integer, p_event_type text, p_fingerprint text, p_job_id uuid, p_key text, p_lease_seconds integer, p_principal text, p_version integer, p_worker_id text) IS '1114f7054de747aebbf9c350dc04a5b73a5d5660568ead8dfa0555633c8a21bd';
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;

@@ -1,5 +1,6 @@
 """What the accept sends to Postgres, counted from the wire (libpq's protocol trace)."""
 
+from dispatch.jobs.sql import ACCEPT_JOB
 from dispatch_local.wire import traced
 from tests.support import Api, make_job, make_worker, worker
 
@@ -15,12 +16,13 @@ def test_accept_happy_path_is_one_round_trip(api: Api) -> None:
     )
     assert replies[0].status == 200
     assert wire.round_trips == 1, wire
-    # One statement, its own transaction: the conditional UPDATE, its event, and the key with
-    # its answer (a key already taken would fail it whole).
+    # One statement, its own transaction: the call of the function that runs the conditional
+    # UPDATE, its event, and the key with its answer (a key already taken would fail it whole).
     (statement,) = wire.statements
-    assert statement.split()[0].upper() == "WITH"
+    assert statement.startswith("SELECT * FROM dispatch_accept_job_keyed("), statement
+    (function,) = (f for f in ACCEPT_JOB.functions if f.name == "dispatch_accept_job_keyed")
     for part in ("UPDATE jobs", "INSERT INTO job_events", "INSERT INTO idempotency_keys"):
-        assert part in statement, part
+        assert part in function.definition, part
     # The outbox relay runs only after the commit: claim the new event, (send), mark it sent.
     assert [s.split()[0].upper() for s in wire.after_commit] == ["WITH", "UPDATE"]
     assert "relay_claimed_until" in wire.after_commit[0]

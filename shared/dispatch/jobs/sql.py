@@ -7,7 +7,7 @@ advisory lock, no retry loop.
 
 from typing import LiteralString
 
-from dispatch.outbox.sql import with_event
+from dispatch.outbox.sql import PlannedChange, kept_planned, with_event
 
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
@@ -80,12 +80,31 @@ CLAIM_SET: LiteralString = """
            version = version + 1,
            updated_at = now()"""
 
-ACCEPT_JOB = with_event(f"""
+# First come's hot path: Postgres keeps its plan (dispatch.outbox.sql.kept_planned).
+ACCEPT_JOB = kept_planned(
+    "dispatch_accept_job",
+    with_event(f"""
     UPDATE jobs AS j{CLAIM_SET}
      WHERE j.id = %(job_id)s
        AND {_ACCEPT_WHERE}
     RETURNING j.*, dispatch_job_json(j) AS document
-""")
+"""),
+    {
+        "job_id": "uuid",
+        "worker_id": "text",
+        "version": "integer",
+        "lease_seconds": "integer",
+        "event_type": "text",
+        "actor": "text",
+        "principal": "text",
+        "key": "text",
+        "fingerprint": "text",
+        "answer_status": "integer",
+    },
+)
+
+# The changes that run as functions: dispatch.migrations.apply writes them.
+KEPT_PLANNED: tuple[PlannedChange, ...] = (ACCEPT_JOB,)
 
 # Only on the failure path: one read of the job's state and of every condition by name.
 ACCEPT_FAILURE_FACTS: LiteralString = f"""
