@@ -14,6 +14,7 @@ statement, so the happy path costs two round trips: [BEGIN, claim, change], [sto
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -104,7 +105,7 @@ def execute(
             raise
         return _store_business_error(conn, request, error)
     except errors.LockNotAvailable as error:
-        if "idempotency_keys" in (error.diag.context or ""):
+        if _waited_on_a_key(error):
             raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
         raise
     return answer if answer is not None else _replay(conn, request)
@@ -132,10 +133,21 @@ def execute_answered(
             raise
         return _replay(conn, request)
     except errors.LockNotAvailable as error:
-        if "idempotency_keys" in (error.diag.context or ""):
+        if _waited_on_a_key(error):
             raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
         raise
     return Answer(success_status, result.to_json())
+
+
+# Only the wait's own line of the error context says what was waited on ("while inserting
+# index tuple (0,5) in relation "idempotency_keys_pkey"": a twin holds the key). The context
+# also quotes the statement, and a keyed change's statement names idempotency_keys whatever
+# row it waited on (the accept's function waits on the job's row under a lock held elsewhere).
+_KEY_WAIT = re.compile(r'^while [^\n]* in relation "idempotency_keys(_pkey)?"$', re.MULTILINE)
+
+
+def _waited_on_a_key(error: errors.LockNotAvailable) -> bool:
+    return _KEY_WAIT.search(error.diag.context or "") is not None
 
 
 def _claim_and_run(
