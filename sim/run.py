@@ -47,10 +47,7 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
         if (value := getattr(dispatch, name)) is not None
     }
     knobs["DISPATCH_OFFER_HORIZON_SECONDS"] = seconds(dispatch.offer_horizon_seconds or 20)
-    if dispatch.offer_history_seconds is not None:
-        knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(dispatch.offer_history_seconds)
-    else:  # the product's default, two hours of the city's time
-        knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(7200)
+    knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(history_seconds(dispatch))
     return knobs | {
         "DISPATCH_OFFER_POLICY": dispatch.offer_policy,
         "DISPATCH_OFFER_WAVES": dispatch.offer_waves,
@@ -142,9 +139,133 @@ INSERT INTO workers (id, skills, ratings, stars) VALUES (%s, %s, %s, %s)
 """
 
 
-def write_past(scenario: Scenario, database_url: str) -> None:
-    """The ratings the workers received before the run (scenario `workers.prior_ratings`);
-    nothing when the scenario has none, as the marketplace then opens with the run."""
+# The offers the workers answered before the run (scenario `workers.prior_offers`), as the
+# product would have recorded them: one past job per offer, open at version 1 when offered
+# (job_offers_only_while_open), then its answer (a decline, or `job.assigned` to the worker and
+# what became of it: released, its lease ran out, or nothing more) and its end (cancelled: it
+# never comes back to the market). Every event is marked published: it was on the bus before
+# the run, and the relay must not send it again.
+PAST = """
+SELECT p.*, now() - make_interval(secs => p.ago_s) AS offered_at
+  FROM unnest(%(job_ids)s::uuid[], %(worker_ids)s::text[], %(distances)s::float8[],
+              %(ago_s)s::float8[], %(answer_s)s::float8[], %(answers)s::text[],
+              %(endings)s::text[], %(end_s)s::float8[], %(lat)s::float8[], %(lng)s::float8[])
+    AS p(job_id, worker_id, distance_m, ago_s, answer_s, answer, ending, end_s, lat, lng)
+"""
+WRITE_PAST_OFFERS: list[str] = [
+    """INSERT INTO jobs (id, business_id, lat, lng, window_start, window_end, created_at,
+                         updated_at)
+       SELECT job_id, 'biz-past', lat, lng, offered_at, offered_at + interval '1 hour',
+              offered_at, offered_at FROM ("""
+    + PAST
+    + ") p",
+    """INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m, created_at)
+       SELECT job_id, worker_id, 1, 1, distance_m, offered_at FROM ("""
+    + PAST
+    + ") p",
+    """INSERT INTO job_declines (job_id, worker_id, declined_at)
+       SELECT job_id, worker_id, offered_at + make_interval(secs => answer_s)
+         FROM ("""
+    + PAST
+    + ") p WHERE answer = 'decline'",
+    """INSERT INTO job_events (job_id, version, type, actor, occurred_at, data, published_at,
+                               relayed_at)
+       SELECT job_id, version, type, actor, at, data, at, at FROM (
+         SELECT job_id, 1 AS version, 'job.created' AS type, 'biz-past' AS actor,
+                offered_at AS at, '{}'::jsonb AS data FROM ("""
+    + PAST
+    + """) p
+         UNION ALL
+         SELECT job_id, 2, 'job.assigned', worker_id, offered_at + make_interval(secs => answer_s),
+                jsonb_build_object('assignee_id', worker_id) FROM ("""
+    + PAST
+    + """) p
+          WHERE answer = 'accept'
+         UNION ALL
+         SELECT job_id, 3, ending, worker_id, offered_at + make_interval(secs => end_s / 2),
+                '{}'::jsonb FROM ("""
+    + PAST
+    + """) p WHERE ending IS NOT NULL
+         UNION ALL
+         SELECT job_id, CASE WHEN answer <> 'accept' THEN 2 WHEN ending IS NULL THEN 3 ELSE 4 END,
+                'job.cancelled', 'biz-past', offered_at + make_interval(secs => end_s),
+                '{}'::jsonb FROM ("""
+    + PAST
+    + """) p
+       ) e""",
+    """UPDATE jobs j SET status = 'cancelled', version = e.version, updated_at = now()
+         FROM (SELECT job_id, max(version) AS version FROM job_events
+                WHERE job_id = ANY(%(job_ids)s::uuid[]) GROUP BY job_id) e
+        WHERE j.id = e.job_id""",
+]
+
+
+def past_offers(scenario: Scenario) -> dict[str, list[Any]]:
+    """Each worker's answered offers before the run, drawn from their own seed and habits
+    (the same draws whatever policy runs): the columns WRITE_PAST_OFFERS takes, in the
+    database's seconds (the city's divided by the speed, as the product's durations are)."""
+    import random
+
+    from sim.world import plan_workers, uniform
+
+    spec, speed = scenario.workers, scenario.speed
+    span = history_seconds(scenario.dispatch)
+    interval = scenario.dispatch.wave_interval_seconds
+    reach = first_wave_reach_m(scenario)
+    columns: dict[str, list[Any]] = {
+        k: []
+        for k in ("job_ids", "worker_ids", "distances", "ago_s", "answer_s", "answers",
+                  "endings", "end_s", "lat", "lng")
+    }  # fmt: skip
+    assert spec.prior_offers is not None
+    for plan in plan_workers(scenario):
+        rng = random.Random(f"{scenario.seed}:past-offers:{plan.id}")
+        for _ in range(round(uniform(rng, spec.prior_offers))):
+            distance = rng.uniform(0, reach)
+            ago = rng.uniform(3 * interval, span - interval)
+            heard = rng.random() >= spec.push_lost
+            seconds = (
+                uniform(rng, spec.notify_seconds)
+                + uniform(rng, spec.response_seconds) * plan.habit.pace
+            )
+            yes = heard and rng.random() < spec.accept.chance(distance, plan.habit.accept_top)
+            ending = None
+            if yes and rng.random() < plan.habit.no_show:
+                ending = "job.reopened"
+            elif yes and rng.random() < spec.release:
+                ending = "job.released"
+            answer = "accept" if yes else "decline" if heard else "silence"
+            answered = seconds if heard else 0.0
+            values = (
+                str(uuid.UUID(int=rng.getrandbits(128), version=4)), plan.id, distance,
+                ago / speed, answered / speed, answer, ending,
+                (answered + 2 * interval) / speed, plan.home[0], plan.home[1],
+            )  # fmt: skip
+            for key, value in zip(columns, values, strict=True):
+                columns[key].append(value)
+    return columns
+
+
+def history_seconds(dispatch: Dispatch) -> float:
+    """How far back the `likely` policy reads answers, in the city's seconds: the scenario's,
+    or the product's default."""
+    from dispatch.config import Settings
+
+    default: int = Settings.model_fields["offer_history_seconds"].default
+    return dispatch.offer_history_seconds or default
+
+
+def first_wave_reach_m(scenario: Scenario) -> float:
+    """The first wave's radius (DISPATCH_OFFER_WAVES' syntax: size@radius,...)."""
+    first = scenario.dispatch.offer_waves.split(",")[0]
+    return float(first.split("@")[1])
+
+
+def write_past(scenario: Scenario, database_url: str) -> frozenset[str]:
+    """The ratings the workers received before the run (scenario `workers.prior_ratings`) and
+    the offers they answered (`workers.prior_offers`); nothing when the scenario has neither,
+    as the marketplace then opens with the run. Returns the past jobs' ids (the history
+    checker's `past_jobs`)."""
     from sim.world import plan_workers
 
     if scenario.workers.prior_ratings is not None:
@@ -154,6 +275,13 @@ def write_past(scenario: Scenario, database_url: str) -> None:
         ]
         with psycopg.connect(database_url) as conn, conn.cursor() as cursor:
             cursor.executemany(WRITE_PAST, rows)
+    if scenario.workers.prior_offers is not None:
+        columns = past_offers(scenario)
+        with psycopg.connect(database_url) as conn:
+            for statement in WRITE_PAST_OFFERS:
+                conn.execute(statement, columns)
+        return frozenset(columns["job_ids"])
+    return frozenset()
 
 
 @contextmanager
@@ -189,7 +317,7 @@ def run_one(
             }
         ),
     ):
-        write_past(scenario, database_url)
+        past_jobs = write_past(scenario, database_url)
         settings.cache_clear()
         db.close()
         locations.client.cache_clear()
@@ -206,7 +334,9 @@ def run_one(
 
             with db.connect(database_url) as conn:
                 grace = 3 * dispatch.sweep_seconds / scenario.speed + 5
-                violations = check(city.history, conn, lease_grace_seconds=grace)
+                violations = check(
+                    city.history, conn, lease_grace_seconds=grace, past_jobs=past_jobs
+                )
         finally:
             transport.uninstall()
             db.close()
@@ -217,7 +347,11 @@ def run_one(
         violations,
         city.replay,
         [job_row(job) for job in city.jobs.values()],
-        extra={"jobs": list(city.jobs.values()), "epoch0": city.epoch0},
+        extra={
+            "jobs": list(city.jobs.values()),
+            "epoch0": city.epoch0,
+            "past_jobs": len(past_jobs),
+        },
     )
 
 

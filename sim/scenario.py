@@ -138,6 +138,13 @@ class Workers(Model):
     # its fresh database before the first request (sim/run.py, `write_past`).
     prior_ratings: Between | None = None
     prior_stars_alike: Positive = 10
+    # The offers each worker answered in the two hours before the run (the product's history
+    # window), drawn per worker between low and high (unset: none, the marketplace's record of
+    # answers opens with the run). Each is answered by the worker's own habits, as in the run:
+    # the accept curve at a distance within the first wave's reach, notify then response times
+    # their pace, lost pushes left silent, no-shows and releases after a yes (sim/run.py,
+    # `write_past`). Only the `likely` policy reads them; `nearest` sees the same world.
+    prior_offers: Between | None = None
 
     @model_validator(mode="after")
     def _push_sample_of_the_workers(self) -> Self:

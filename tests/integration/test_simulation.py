@@ -194,6 +194,23 @@ def test_workers_arrive_with_the_ratings_of_the_worlds_past(
     assert any(damped(w) is None or damped(w) < 4.0 for w in past)  # the bar excluded some
 
 
+def test_workers_arrive_with_a_record_of_answered_offers(
+    simulate: Callable[[Scenario], run.Outcome],
+) -> None:
+    """`workers.prior_offers`: the run writes each worker's answered offers (past jobs, their
+    offers, declines and events) before the first request, through the database's own guards
+    (job_offers_only_while_open, contiguous versions); the `likely` policy reads them, the
+    relay never sends them again, and the history checker holds the run clean."""
+    city = scenario(
+        workers__prior_offers={"low": 4, "high": 8},
+        dispatch__offer_policy="likely",
+    )
+    outcome = simulate(city)
+    clean(outcome)
+    assert outcome.kpis["fill_rate"] > 0.5, outcome.kpis
+    assert outcome.extra["past_jobs"] == len(run.past_offers(city)["job_ids"]) > 0
+
+
 def test_a_sample_of_phones_hears_its_offers_over_real_sockets(
     simulate: Callable[[Scenario], run.Outcome],
 ) -> None:

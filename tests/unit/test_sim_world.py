@@ -3,6 +3,7 @@ arrivals are the Poisson process the scenario describes; the same seed plans the
 
 import itertools
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +188,31 @@ def test_a_past_of_ratings_follows_the_scenario_and_moves_nothing_else() -> None
     assert [(p.id, p.home, p.skills, p.online_from, p.habit) for p in plans] == [
         (p.id, p.home, p.skills, p.online_from, p.habit) for p in without
     ]
+
+
+def test_a_past_of_offers_is_answered_by_each_workers_own_habits() -> None:
+    """`workers.prior_offers`: each worker answered between low and high offers before the run,
+    within the product's history window and the first wave's reach, each by their own habits:
+    a worker who takes nothing declines all, lost pushes are silent, and the same seed draws
+    the same past."""
+    from sim.run import history_seconds, past_offers
+
+    city = tiny(workers__count=300, workers__prior_offers={"low": 3, "high": 9})
+    past = past_offers(city)
+    per_worker = Counter(past["worker_ids"])
+    assert set(per_worker) == {p.id for p in plan_workers(city)}
+    assert all(3 <= n <= 9 for n in per_worker.values())
+    assert all(0 < ago * city.speed < history_seconds(city.dispatch) for ago in past["ago_s"])
+    assert all(0 <= d <= 3000 for d in past["distances"])
+    assert {"accept", "decline", "silence"} == set(past["answers"])
+    assert past == past_offers(city)
+    nobody_takes = tiny(
+        workers__count=50,
+        workers__prior_offers={"low": 5, "high": 5},
+        workers__accept={"top": 0.0, "midpoint_m": 2500, "width_m": 700},
+    )
+    assert "accept" not in past_offers(nobody_takes)["answers"]
+    lost = tiny(
+        workers__count=50, workers__prior_offers={"low": 5, "high": 5}, workers__push_lost=1.0
+    )
+    assert set(past_offers(lost)["answers"]) == {"silence"}
