@@ -142,7 +142,7 @@ def measure(
 ) -> Result:
     rng = random.Random(seed)
     curve = AcceptCurve(top=0.85, midpoint_m=2500, width_m=700)  # the district's
-    knobs = Knobs(interval_s=INTERVAL_S, history_s=7200, target=target)
+    knobs = Knobs(interval_s=INTERVAL_S, history_s=86400, target=target)
     times, offers, races = [], 0, 0
     for _ in range(jobs):
         seconds, offered, lost = one_round(rng, policy, knobs, reach_m, history, curve)

@@ -123,16 +123,18 @@ class Settings(BaseSettings):
     offer_policy: Literal["nearest", "likely"] = Field(
         "nearest", validation_alias="DISPATCH_OFFER_POLICY"
     )
-    # How far back a worker's answers count, and how many of their latest offers.
+    # How far back a worker's answers count, and how many of their latest offers: a day, so
+    # that a worker's habits survive the night (two hours held about one answer a worker in
+    # the simulated district; the latest 12 bound the cost whatever the window).
     offer_history_seconds: int = Field(
-        7200, gt=0, validation_alias="DISPATCH_OFFER_HISTORY_SECONDS"
+        86400, gt=0, validation_alias="DISPATCH_OFFER_HISTORY_SECONDS"
     )
     offer_history_offers: int = Field(12, gt=0, validation_alias="DISPATCH_OFFER_HISTORY_OFFERS")
     # The nearest qualified workers the policy ranks (the rest are too far to matter).
     offer_pool: int = Field(24, gt=0, validation_alias="DISPATCH_OFFER_POOL")
     # The chance that someone says yes within the horizon that a wave aims for; the horizon
     # is how soon a business should hear (shorter than the interval: fast answerers count).
-    offer_target: float = Field(0.8, gt=0, lt=1, validation_alias="DISPATCH_OFFER_TARGET")
+    offer_target: float = Field(0.9, gt=0, lt=1, validation_alias="DISPATCH_OFFER_TARGET")
     offer_horizon_seconds: int = Field(20, gt=0, validation_alias="DISPATCH_OFFER_HORIZON_SECONDS")
     # A worker with no history: this chance of accepting a job at their door.
     offer_prior_accept: float = Field(
