@@ -39,6 +39,15 @@ def bench_database(admin: str | None = None) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def bench_redis() -> str:
+    """REDIS_URL's Redis, or an embedded one (a newcomer's machine has none)."""
+    if url := os.environ.get("REDIS_URL"):
+        return url
+    from dispatch_local import embedded
+
+    return embedded.redis(home())
+
+
 @dataclass(frozen=True)
 class Timing:
     count: int

@@ -32,7 +32,7 @@ import psycopg
 import redis
 from psycopg.types.string import TextLoader
 
-from bench.common import Timing, bench_database, timing
+from bench.common import Timing, bench_database, bench_redis, timing
 from dispatch import db
 from dispatch.config import settings
 from dispatch.jobs import sql as job_sql
@@ -375,11 +375,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.quick
         else ([int(n) for n in args.sizes.split(",")], args.queries, args.updates)
     )
-    redis_url = os.environ.get("REDIS_URL")
-    if not redis_url:
-        from dispatch_local import embedded, home
-
-        redis_url = embedded.redis(home())
+    redis_url = bench_redis()
     with bench_database() as url:
         by_size = [nearby(url, jobs, queries) for jobs in sizes]
     loc = locations(redis_url, updates)

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.common import Timing, bench_database, timing
+from bench.common import Timing, bench_database, bench_redis, timing
 
 RESULTS = Path(__file__).parent / "results"
 CENTRE = (12.9716, 77.5946)
@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=150)
     args = parser.parse_args(argv)
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # stdout is not measured
+    os.environ["REDIS_URL"] = bench_redis()
     with bench_database() as url:
         os.environ["DATABASE_URL"] = url
         result = run(url, args.workers, args.jobs)

@@ -23,7 +23,7 @@ from typing import Any
 
 import redis
 
-from bench.common import Timing, bench_database, timing
+from bench.common import Timing, bench_database, bench_redis, timing
 from dispatch import db
 from dispatch_local import environment_restored
 from dispatch_local.services import app_url
@@ -287,11 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny run that only proves it works")
     args = parser.parse_args(argv)
     queries = 10 if args.quick else args.queries
-    redis_url = os.environ.get("REDIS_URL")
-    if not redis_url:
-        from dispatch_local import embedded, home
-
-        redis_url = embedded.redis(home())
+    redis_url = bench_redis()
     with bench_database() as url:
         results = measure(url, redis_url, queries)
     text = report(results, queries)
