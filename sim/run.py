@@ -145,57 +145,42 @@ INSERT INTO workers (id, skills, ratings, stars) VALUES (%s, %s, %s, %s)
 # what became of it: released, its lease ran out, or nothing more) and its end (cancelled: it
 # never comes back to the market). Every event is marked published: it was on the bus before
 # the run, and the relay must not send it again.
-PAST = """
-SELECT p.*, now() - make_interval(secs => p.ago_s) AS offered_at
-  FROM unnest(%(job_ids)s::uuid[], %(worker_ids)s::text[], %(distances)s::float8[],
-              %(ago_s)s::float8[], %(answer_s)s::float8[], %(answers)s::text[],
-              %(endings)s::text[], %(end_s)s::float8[], %(lat)s::float8[], %(lng)s::float8[])
-    AS p(job_id, worker_id, distance_m, ago_s, answer_s, answer, ending, end_s, lat, lng)
-"""
 WRITE_PAST_OFFERS: list[str] = [
+    """CREATE TEMP TABLE past ON COMMIT DROP AS
+       SELECT p.*, now() - make_interval(secs => p.ago_s) AS offered_at
+         FROM unnest(%(job_ids)s::uuid[], %(worker_ids)s::text[], %(distances)s::float8[],
+                     %(ago_s)s::float8[], %(answer_s)s::float8[], %(answers)s::text[],
+                     %(endings)s::text[], %(end_s)s::float8[], %(lat)s::float8[],
+                     %(lng)s::float8[])
+           AS p(job_id, worker_id, distance_m, ago_s, answer_s, answer, ending, end_s, lat, lng)""",
     """INSERT INTO jobs (id, business_id, lat, lng, window_start, window_end, created_at,
                          updated_at)
        SELECT job_id, 'biz-past', lat, lng, offered_at, offered_at + interval '1 hour',
-              offered_at, offered_at FROM ("""
-    + PAST
-    + ") p",
+              offered_at, offered_at FROM past""",
     """INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m, created_at)
-       SELECT job_id, worker_id, 1, 1, distance_m, offered_at FROM ("""
-    + PAST
-    + ") p",
+       SELECT job_id, worker_id, 1, 1, distance_m, offered_at FROM past""",
     """INSERT INTO job_declines (job_id, worker_id, declined_at)
        SELECT job_id, worker_id, offered_at + make_interval(secs => answer_s)
-         FROM ("""
-    + PAST
-    + ") p WHERE answer = 'decline'",
+         FROM past WHERE answer = 'decline'""",
     """INSERT INTO job_events (job_id, version, type, actor, occurred_at, data, published_at,
                                relayed_at)
        SELECT job_id, version, type, actor, at, data, at, at FROM (
          SELECT job_id, 1 AS version, 'job.created' AS type, 'biz-past' AS actor,
-                offered_at AS at, '{}'::jsonb AS data FROM ("""
-    + PAST
-    + """) p
+                offered_at AS at, '{}'::jsonb AS data FROM past
          UNION ALL
          SELECT job_id, 2, 'job.assigned', worker_id, offered_at + make_interval(secs => answer_s),
-                jsonb_build_object('assignee_id', worker_id) FROM ("""
-    + PAST
-    + """) p
-          WHERE answer = 'accept'
+                jsonb_build_object('assignee_id', worker_id) FROM past WHERE answer = 'accept'
          UNION ALL
          SELECT job_id, 3, ending, worker_id, offered_at + make_interval(secs => end_s / 2),
-                '{}'::jsonb FROM ("""
-    + PAST
-    + """) p WHERE ending IS NOT NULL
+                '{}'::jsonb FROM past WHERE ending IS NOT NULL
          UNION ALL
          SELECT job_id, CASE WHEN answer <> 'accept' THEN 2 WHEN ending IS NULL THEN 3 ELSE 4 END,
                 'job.cancelled', 'biz-past', offered_at + make_interval(secs => end_s),
-                '{}'::jsonb FROM ("""
-    + PAST
-    + """) p
+                '{}'::jsonb FROM past
        ) e""",
     """UPDATE jobs j SET status = 'cancelled', version = e.version, updated_at = now()
          FROM (SELECT job_id, max(version) AS version FROM job_events
-                WHERE job_id = ANY(%(job_ids)s::uuid[]) GROUP BY job_id) e
+                WHERE job_id IN (SELECT job_id FROM past) GROUP BY job_id) e
         WHERE j.id = e.job_id""",
 ]
 
@@ -278,8 +263,9 @@ def write_past(scenario: Scenario, database_url: str) -> frozenset[str]:
     if scenario.workers.prior_offers is not None:
         columns = past_offers(scenario)
         with psycopg.connect(database_url) as conn:
-            for statement in WRITE_PAST_OFFERS:
-                conn.execute(statement, columns)
+            conn.execute(WRITE_PAST_OFFERS[0], columns)  # the one statement with parameters
+            for statement in WRITE_PAST_OFFERS[1:]:
+                conn.execute(statement)
         return frozenset(columns["job_ids"])
     return frozenset()
 
