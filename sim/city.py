@@ -31,6 +31,7 @@ from dispatch_local.invoke import Api, Reply
 from dispatch_local.template import handler_of, queue_consumers, rule_pattern, schedules
 from sim import choosing
 from sim.push import PushSample
+from sim.run import fate, job_row
 from sim.scenario import Dispatch, LatLng, Scenario
 from sim.transport import Transport
 from sim.world import (
@@ -109,6 +110,11 @@ class Job:
     assignee_rating: float | None = None
 
 
+def waiting(job: Job) -> bool:
+    """Whether the job has no outcome yet (its fate, `sim.run.fate`, would be "waiting")."""
+    return fate(job_row(job)) == "waiting"
+
+
 class City:
     def __init__(
         self,
@@ -138,6 +144,7 @@ class City:
         self.lags: list[float] = []
         self._heap: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
         self.present = 0.0  # the city time the current action was planned for
+        self.ended = scenario.seconds  # when the city stopped (later after a drain)
         self._seq = 0
         self._consumers = {c.queue: handler_of(c) for c in queue_consumers()}
         (sweeper,) = (s for s in schedules() if s.function == "LeaseSweeperFunction")
@@ -215,7 +222,13 @@ class City:
         gc.freeze()
         gc.set_threshold(50_000, 20, 20)
         next_report = self._wall0 + self.progress_seconds
-        while self._heap and self._heap[0][0] < end:
+        last = end + 60 * self.scenario.drain_minutes
+        unsettled: list[Job] | None = None  # in the drain: the jobs still without an outcome
+        while self._heap and self._heap[0][0] < last:
+            if self._heap[0][0] >= end:
+                unsettled = [j for j in (unsettled or self.jobs.values()) if waiting(j)]
+                if not unsettled:
+                    break
             if self.progress_seconds > 0 and time.monotonic() >= next_report:
                 print(self.progress_line(), flush=True)
                 next_report = time.monotonic() + self.progress_seconds
@@ -236,6 +249,7 @@ class City:
             self.present = when
             action(*args)
         gc.unfreeze()
+        self.ended = max(end, self.present)
         self.settle()
 
     def progress_line(self) -> str:

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.costs import busy_environments, per_thousand_filled, prices, without_proxy
-from sim.scenario import load
 
-SCENARIOS = Path(__file__).parent / "scenarios" / "eval"
 POLICIES = ("nearest", "likely")
 
 
@@ -39,12 +37,12 @@ def runs(folder: Path) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
         if not (run / "report.md").exists():
             continue
         city, seed = run.name.rsplit("-", 1)
-        hours = load(SCENARIOS / f"{city}.toml").hours
         counted = violations(run / "report.md")
         found[city][int(seed)] = {}
         for policy in POLICIES:
             kpis = json.loads((run / f"kpis-{policy}.json").read_text())
             kpis["violations"] = counted.get(policy)
+            hours = kpis["city_seconds"] / 3600  # the run's own, its drain included
             kpis["bill"] = per_thousand_filled(kpis, hours)
             kpis["bill_without_proxy"] = per_thousand_filled(kpis, hours, without_proxy(prices()))
             kpis["busy_environments"] = busy_environments(kpis, hours)

@@ -43,6 +43,7 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
             "offer_idle_weight",
             "offer_min_size",
             "offer_max_size",
+            "offer_reach_waves",
         )
         if (value := getattr(dispatch, name)) is not None
     }
@@ -368,7 +369,7 @@ def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[
     jobs = list(city.jobs.values())
     posted = len(jobs)
     filled = [j for j in jobs if j.filled]
-    end = scenario.seconds
+    end = city.ended
     online = busy = 0.0
     for worker in city.workers.values():
         if worker.status in ("idle", "assigned", "working"):
@@ -385,6 +386,7 @@ def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[
     fates = Counter(fate(job_row(j)) for j in jobs)
     return {
         "jobs": posted,
+        "city_seconds": end,  # the hours, and the drain's minutes if it had one
         "fill_rate": len(filled) / posted if posted else None,
         # One fate per job: unfilled means nobody ever took it.
         "unfilled_rate": fates["unfilled"] / posted if posted else None,
@@ -471,7 +473,7 @@ FATES = {
     "unfilled": "unfilled (every wave passed, nobody took it)",
     "cancelled": "cancelled before anyone took it",
     "expired": "its window ended before anyone took it",
-    "waiting": "still waiting when the run ended",
+    "waiting": "still waiting when the run ended (after its drain, if it had one)",
 }
 
 

@@ -207,6 +207,7 @@ class Dispatch(Model):
     offer_idle_weight: NonNegative | None = None
     offer_min_size: Annotated[int, Field(gt=0)] | None = None
     offer_max_size: Annotated[int, Field(gt=0)] | None = None
+    offer_reach_waves: Annotated[int, Field(ge=0)] | None = None
     choosing: Choosing = Choosing()  # how businesses assign (sim/choosing.py)
 
     @model_validator(mode="after")
@@ -223,6 +224,11 @@ class Scenario(Model):
     seed: int = 1
     speed: Annotated[float, Field(ge=1, le=600)] = 12
     hours: Positive
+    # After the last hour no job is posted, but the city goes on (at most this long) until every
+    # job posted has an outcome: filled, unfilled, cancelled or expired. Without it, the jobs
+    # of the last minutes are counted as not filled because the run stopped, not because no one
+    # took them. 0: the run stops at the hour.
+    drain_minutes: NonNegative = 0
     area: Area
     workers: Workers
     jobs: Jobs

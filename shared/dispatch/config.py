@@ -155,7 +155,12 @@ class Settings(BaseSettings):
     offer_idle_weight: float = Field(0.2, ge=0, validation_alias="DISPATCH_OFFER_IDLE_WEIGHT")
     # A wave offers at least this many and at most the larger of this and the wave's size.
     offer_min_size: int = Field(1, gt=0, validation_alias="DISPATCH_OFFER_MIN_SIZE")
-    offer_max_size: int = Field(6, gt=0, validation_alias="DISPATCH_OFFER_MAX_SIZE")
+    offer_max_size: int = Field(4, gt=0, validation_alias="DISPATCH_OFFER_MAX_SIZE")
+    # How many waves ahead a `likely` wave may reach: its workers are found within that later
+    # wave's radius (0: the wave's own), so a job with nobody near is offered at once to whoever
+    # is farther instead of waiting an interval for the next wave; the score still ranks the
+    # near ones first.
+    offer_reach_waves: int = Field(1, ge=0, validation_alias="DISPATCH_OFFER_REACH_WAVES")
     # A rating one star above what the job asks (or above 4.0, a new worker's) counts this much
     # more.
     offer_rating_weight: float = Field(0.05, ge=0, validation_alias="DISPATCH_OFFER_RATING_WEIGHT")

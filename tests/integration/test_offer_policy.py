@@ -186,3 +186,25 @@ def test_every_offer_event_on_the_bus_says_why(
         assert by_worker["a"]["score"] is None  # nearest ranks by distance and rating alone
     else:
         assert all(0 < why["chance"] < 1 and why["supply"] == 3 for why in whys)
+
+
+@pytest.mark.parametrize("ahead", [0, 1])
+def test_likely_reaches_the_next_waves_radius_when_no_one_is_near(
+    conn: db.Connection, waves: Waves, configure: Configure, ahead: int
+) -> None:
+    """A thin evening: nobody within the first wave's 2 km, one worker 4 km away. Reaching one
+    wave ahead (the default), the first wave offers them at once instead of leaving the job
+    unoffered for an interval; with the reach at 0 it finds nobody, as the seed's would. Where
+    someone is near, the near one still ranks first (a wave of one)."""
+    likely(configure, "1@2000,1@5000", DISPATCH_OFFER_REACH_WAVES=str(ahead),
+           DISPATCH_OFFER_MAX_SIZE="1")  # fmt: skip
+    place(conn, "far", 4000)
+    job_id, created = open_job(conn)
+    waves.run(conn, first_wave(created))
+    assert offered_in(conn, job_id, 1) == (["far"] if ahead else [])
+    (radius,) = {e.data["radius_m"] for e in waves.put if e.type == "offer.created"} or {None}
+    assert radius == (5000 if ahead else None)  # the event says how far the wave looked
+    place(conn, "near", 1000, bearing=180)
+    job_id, created = open_job(conn)
+    waves.run(conn, first_wave(created))
+    assert offered_in(conn, job_id, 1) == ["near"]

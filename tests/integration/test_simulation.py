@@ -78,6 +78,35 @@ def test_nobody_works_so_every_job_goes_unfilled_after_exactly_its_waves(
         assert abs(job.unfilled_at - job.created - 2 * 60) < 3, job
 
 
+@pytest.mark.parametrize("drain_minutes", [0, 4])
+def test_a_drain_gives_every_job_posted_an_outcome(
+    simulate: Callable[[Scenario], run.Outcome], drain_minutes: int
+) -> None:
+    """Nobody works, so each job ends unfilled two minutes after it is posted. Stopped at the
+    hour, the jobs of its last two minutes are still waiting; with a drain the city goes on,
+    posting nothing more, until every one has its outcome, and stops then."""
+    city = scenario(
+        speed=20,
+        hours=0.1,
+        drain_minutes=drain_minutes,
+        workers__count=0,
+        jobs__per_hour=240.0,
+        dispatch__offer_waves="1@1000,1@2000",
+        dispatch__wave_interval_seconds=60,
+    )
+    outcome = simulate(city)
+    clean(outcome)
+    jobs = outcome.extra["jobs"]
+    assert max(j.created for j in jobs) > city.seconds - 120
+    waiting = outcome.kpis["not_filled"]["waiting"]
+    if drain_minutes:
+        assert waiting == 0 and all(j.unfilled for j in jobs)
+        # Stopped when the last job's round ended, not at the drain's end.
+        assert city.seconds < outcome.kpis["city_seconds"] < city.seconds + 150
+    else:
+        assert waiting > 0 and outcome.kpis["city_seconds"] == city.seconds
+
+
 def test_one_worker_who_always_says_yes_fills_every_job_in_the_first_wave(
     simulate: Callable[[Scenario], run.Outcome],
 ) -> None:

@@ -5,6 +5,8 @@ empty while anyone qualifies, and best first."""
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dispatch.config import Wave
+from dispatch.offers import policy
 from dispatch.offers.policy import Candidate, Knobs, choose, judge
 
 KNOBS = Knobs(interval_s=60, history_s=7200)
@@ -88,3 +90,12 @@ def test_a_wave_is_within_its_bounds_and_best_first(
     best = max((judge(c, KNOBS, None, round_declines)["score"] for c in pool), default=None)
     assert best is None or scores[0] == best
     assert all(0 <= c.why["chance"] <= 1 for c in chosen)
+
+
+def test_a_wave_looks_as_far_as_a_later_wave() -> None:
+    seed = [Wave(3, 3000), Wave(10, 5000), Wave(25, 8000)]
+    assert policy.reach_m(seed, 1, 0) == 3000
+    assert policy.reach_m(seed, 1, 1) == 5000
+    assert policy.reach_m(seed, 2, 1) == 8000
+    assert policy.reach_m(seed, 3, 1) == 8000  # the last wave's radius at most
+    assert policy.reach_m(seed, 1, 9) == 8000

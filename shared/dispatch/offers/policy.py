@@ -26,17 +26,20 @@ The wave offers to the best scores (the likeliest to say yes soon first), as few
 "someone says yes before the next wave" at least `offer_target` likely (1 - prod(1 - chance)),
 at least `offer_min_size`, at most the larger of `offer_max_size` and the wave's own size:
 wide where supply is thin or far, narrow
-where a few near, keen workers would only race each other. Every chosen worker's offer event
+where a few near, keen workers would only race each other. It looks as far as the wave
+`offer_reach_waves` later reaches (`reach_m`), so that a job with nobody near is offered at
+once to whoever is farther rather than an interval later. Every chosen worker's offer event
 records the inputs that ranked them (`why`), so that "why him and not me?" has an answer.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from dispatch.config import Settings, settings
+from dispatch.config import Settings, Wave, settings
 from dispatch.db import Connection
 from dispatch.offers.sql import LIKELY_CANDIDATES, MAKE_CHOSEN_OFFERS
 
@@ -84,7 +87,7 @@ class Knobs:
     idle_weight: float = 0.2
     rating_weight: float = 0.05
     min_size: int = 1
-    max_size: int = 6
+    max_size: int = 4
 
     @classmethod
     def of(cls, s: Settings) -> "Knobs":
@@ -102,6 +105,13 @@ class Knobs:
             min_size=s.offer_min_size,
             max_size=s.offer_max_size,
         )
+
+
+def reach_m(waves: Sequence[Wave], number: int, ahead: int) -> int:
+    """How far wave `number` (from 1) looks under this policy: as far as the wave `ahead`
+    later (the last wave at most), so that a job with no one near is offered at once to whoever
+    is farther rather than after an interval. The score ranks the near first."""
+    return waves[min(len(waves), number + ahead) - 1].radius_m
 
 
 def near(distance_m: float, half_m: float) -> float:

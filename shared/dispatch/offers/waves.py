@@ -106,12 +106,15 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
     if request.wave > len(waves):
         return _final_check(conn, request, len(waves), put)
     wave = waves[request.wave - 1] if request.wave else favourites_wave(waves)
+    radius_m = wave.radius_m  # how far the wave looks (`likely` may look further: policy.reach_m)
+    if request.wave and settings().offer_policy == "likely":
+        radius_m = policy.reach_m(waves, request.wave, settings().offer_reach_waves)
     params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
     job = conn.execute(OPEN_JOB, params).fetchone()
     if job is None:  # taken (or cancelled) since the round began: the round is over
         return WaveReport(0, publish_pending(conn, request.job_id, put), scheduled=False)
     near = (
-        _positions_near(job["document"]["location"], wave.radius_m, request)
+        _positions_near(job["document"]["location"], radius_m, request)
         if request.wave
         else _favourites_near(conn, job["document"], wave.radius_m)
     )
@@ -127,7 +130,7 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
                 **params,
                 "wave": request.wave,
                 "size": wave.size,
-                "radius_m": wave.radius_m,
+                "radius_m": radius_m,
                 "worker_ids": [worker_id for worker_id, _ in near],
                 "distances": [distance for _, distance in near],
                 "skills": job["document"]["skills"],
