@@ -56,17 +56,24 @@ def clean(outcome: run.Outcome) -> None:
     assert outcome.violations == []
 
 
-def test_nobody_works_so_every_job_goes_unfilled_after_exactly_its_waves(
-    simulate: Callable[[Scenario], run.Outcome],
-) -> None:
-    city = scenario(
+def nobody_works(**changes: Any) -> Scenario:
+    """Six minutes of the tiny town with no workers: each job goes unfilled after two waves a
+    minute apart."""
+    return scenario(
         speed=20,
         hours=0.1,
         workers__count=0,
         jobs__per_hour=240.0,
         dispatch__offer_waves="1@1000,1@2000",
         dispatch__wave_interval_seconds=60,
+        **changes,
     )
+
+
+def test_nobody_works_so_every_job_goes_unfilled_after_exactly_its_waves(
+    simulate: Callable[[Scenario], run.Outcome],
+) -> None:
+    city = nobody_works()
     outcome = simulate(city)
     clean(outcome)
     assert outcome.kpis["fill_rate"] == 0
@@ -85,15 +92,7 @@ def test_a_drain_gives_every_job_posted_an_outcome(
     """Nobody works, so each job ends unfilled two minutes after it is posted. Stopped at the
     hour, the jobs of its last two minutes are still waiting; with a drain the city goes on,
     posting nothing more, until every one has its outcome, and stops then."""
-    city = scenario(
-        speed=20,
-        hours=0.1,
-        drain_minutes=drain_minutes,
-        workers__count=0,
-        jobs__per_hour=240.0,
-        dispatch__offer_waves="1@1000,1@2000",
-        dispatch__wave_interval_seconds=60,
-    )
+    city = nobody_works(drain_minutes=drain_minutes)
     outcome = simulate(city)
     clean(outcome)
     jobs = outcome.extra["jobs"]
