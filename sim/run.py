@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from dispatch.observability import logger
 from sim import choosing, push
 from sim.scenario import Dispatch, Scenario
 
@@ -61,10 +62,13 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
 
 
 def quiet_environment() -> None:
-    """Before the layer is imported: the handlers' logs and metrics are not what we measure."""
+    """The handlers' logs and metrics are not what we measure. The layer's logger took its
+    level when this module's imports loaded it, so it is set here as well (every wave and
+    publication logged at INFO cost the simulator's one process a share of its core)."""
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
+    logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
 
 
 @dataclass
