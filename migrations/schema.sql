@@ -154,7 +154,9 @@ CREATE TYPE public.dispatch_offer_reason_document AS (
 	round_declines integer,
 	chance double precision,
 	soon double precision,
-	score double precision
+	score double precision,
+	market_door double precision,
+	half_distance_m double precision
 );
 
 
@@ -965,6 +967,23 @@ CREATE TABLE public.job_offers (
 
 
 --
+-- Name: offer_market; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.offer_market (
+    id boolean DEFAULT true NOT NULL,
+    door double precision NOT NULL,
+    half_distance_m double precision NOT NULL,
+    answers integer NOT NULL,
+    fitted_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT offer_market_answers_nonnegative CHECK ((answers >= 0)),
+    CONSTRAINT offer_market_door_is_a_chance CHECK (((door > (0)::double precision) AND (door <= (1)::double precision))),
+    CONSTRAINT offer_market_half_distance_positive CHECK ((half_distance_m > (0)::double precision)),
+    CONSTRAINT offer_market_one_row CHECK (id)
+);
+
+
+--
 -- Name: offer_waves; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1124,6 +1143,14 @@ ALTER TABLE ONLY public.jobs
 
 ALTER TABLE ONLY public.offer_events
     ADD CONSTRAINT offer_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: offer_market offer_market_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_market
+    ADD CONSTRAINT offer_market_pkey PRIMARY KEY (id);
 
 
 --
@@ -1657,6 +1684,13 @@ GRANT SELECT,INSERT ON TABLE public.job_declines TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.job_offers TO dispatch_app;
+
+
+--
+-- Name: TABLE offer_market; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.offer_market TO dispatch_app;
 
 
 --

@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from dispatch.config import Settings
 from dispatch.observability import logger
 from sim import choosing, push
 from sim.scenario import Dispatch, Scenario
@@ -45,11 +46,15 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
             "offer_min_size",
             "offer_max_size",
             "offer_reach_waves",
+            "offer_market_min_answers",
         )
         if (value := getattr(dispatch, name)) is not None
     }
     knobs["DISPATCH_OFFER_HORIZON_SECONDS"] = seconds(dispatch.offer_horizon_seconds or 20)
     knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(history_seconds(dispatch))
+    knobs["DISPATCH_OFFER_MARKET_REFIT_SECONDS"] = seconds(
+        Settings.model_fields["offer_market_refit_seconds"].default
+    )
     return knobs | {
         "DISPATCH_OFFER_POLICY": dispatch.offer_policy,
         "DISPATCH_OFFER_WAVES": dispatch.offer_waves,
@@ -239,8 +244,6 @@ def past_offers(scenario: Scenario) -> dict[str, list[Any]]:
 def history_seconds(dispatch: Dispatch) -> float:
     """How far back the `likely` policy reads answers, in the city's seconds: the scenario's,
     or the product's default."""
-    from dispatch.config import Settings
-
     default: int = Settings.model_fields["offer_history_seconds"].default
     return dispatch.offer_history_seconds or default
 

@@ -208,6 +208,7 @@ class Dispatch(Model):
     offer_min_size: Annotated[int, Field(gt=0)] | None = None
     offer_max_size: Annotated[int, Field(gt=0)] | None = None
     offer_reach_waves: Annotated[int, Field(ge=0)] | None = None
+    offer_market_min_answers: Annotated[int, Field(gt=0)] | None = None
     choosing: Choosing = Choosing()  # how businesses assign (sim/choosing.py)
 
     @model_validator(mode="after")

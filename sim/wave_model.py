@@ -19,7 +19,8 @@ import random
 import statistics
 from dataclasses import dataclass
 
-from dispatch.offers.policy import Candidate, Knobs, choose, near
+from dispatch.offers.market import near
+from dispatch.offers.policy import Candidate, Knobs, choose
 from sim.scenario import AcceptCurve, Habits
 from sim.world import beta
 

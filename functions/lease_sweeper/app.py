@@ -1,5 +1,6 @@
 """Scheduled every minute: expire jobs whose window ended, reopen expired assignments, remove
-idempotency keys past 24 hours, and forget worker positions nobody has reported for an hour.
+idempotency keys past 24 hours, refit the market's curve for the `likely` offer policy when it
+is due, and forget worker positions nobody has reported for an hour.
 Relaying the outbox is another function's duty (outbox_relay): a backlog of events never
 holds up a lease."""
 
@@ -16,7 +17,7 @@ from dispatch.workers import locations
 SAFETY_MARGIN_MS = 5_000  # stop starting batches this long before the function would time out
 
 
-def sweep_once(context: LambdaContext) -> dict[str, int]:
+def sweep_once(context: LambdaContext) -> dict[str, int | bool]:
     def time_left() -> bool:
         return context.get_remaining_time_in_millis() > SAFETY_MARGIN_MS
 

@@ -136,13 +136,15 @@ class Settings(BaseSettings):
     # is how soon a business should hear (shorter than the interval: fast answerers count).
     offer_target: float = Field(0.9, gt=0, lt=1, validation_alias="DISPATCH_OFFER_TARGET")
     offer_horizon_seconds: int = Field(20, gt=0, validation_alias="DISPATCH_OFFER_HORIZON_SECONDS")
-    # A worker with no history: this chance of accepting a job at their door.
+    # A worker with no history: this chance of accepting a job at their door (until the
+    # market's curve stands: then the market's own).
     offer_prior_accept: float = Field(
         0.6, gt=0, le=1, validation_alias="DISPATCH_OFFER_PRIOR_ACCEPT"
     )
     # How many offers' worth of that prior a worker's own record must outweigh.
     offer_prior_weight: float = Field(3.0, gt=0, validation_alias="DISPATCH_OFFER_PRIOR_WEIGHT")
-    # The distance at which the policy expects half as many yeses as at the door.
+    # The distance at which the policy expects half as many yeses as at the door (until the
+    # market's curve stands: then the market's own).
     offer_half_distance_m: int = Field(
         2500, gt=0, validation_alias="DISPATCH_OFFER_HALF_DISTANCE_M"
     )
@@ -156,6 +158,17 @@ class Settings(BaseSettings):
     # A wave offers at least this many and at most the larger of this and the wave's size.
     offer_min_size: int = Field(1, gt=0, validation_alias="DISPATCH_OFFER_MIN_SIZE")
     offer_max_size: int = Field(4, gt=0, validation_alias="DISPATCH_OFFER_MAX_SIZE")
+    # The market's curve (dispatch.offers.market): the sweeper fits it to the latest
+    # `offer_market_sample` answered offers within the history every `refit` seconds; the
+    # policy reads it once it stands on `min_answers` answers (fewer: the prior and the half
+    # distance above stand).
+    offer_market_refit_seconds: int = Field(
+        600, gt=0, validation_alias="DISPATCH_OFFER_MARKET_REFIT_SECONDS"
+    )
+    offer_market_sample: int = Field(20000, gt=0, validation_alias="DISPATCH_OFFER_MARKET_SAMPLE")
+    offer_market_min_answers: int = Field(
+        200, gt=0, validation_alias="DISPATCH_OFFER_MARKET_MIN_ANSWERS"
+    )
     # How many waves ahead a `likely` wave may reach: its workers are found within that later
     # wave's radius (0: the wave's own), so a job with nobody near is offered at once to whoever
     # is farther instead of waiting an interval for the next wave; the score still ranks the

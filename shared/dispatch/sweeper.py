@@ -1,4 +1,5 @@
-"""The lease sweeper: hands expired assignments back to the market, forgets old idempotency keys.
+"""The lease sweeper: hands expired assignments back to the market, forgets old idempotency keys,
+refits the market's curve for the `likely` offer policy when it is due.
 
 Correctness never waits for it (an expired lease is claimable by accept at once); it makes
 expired jobs visible as open again, tells the old holder's version it is dead, and emits the
@@ -15,6 +16,7 @@ from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.jobs import commands
 from dispatch.jobs.models import Job
+from dispatch.offers import market
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class SweepReport:
     expired_keys: int
     auto_picked: int = 0
     unfilled_choices: int = 0
+    market_refit: bool = False
 
 
 def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> SweepReport:
@@ -39,6 +42,8 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
     reopened, reopening = _drain(conn, commands.reopen_expired, keep_going)
     choices = deadline.pass_deadlines(conn, settings().sweep_batch_size) if keep_going() else None
     keys = idempotency.expire(conn, settings().idempotency_ttl_hours)
+    # The market's curve, for the policy that reads it (and only then: nearest needs none).
+    refit = settings().offer_policy == "likely" and keep_going() and market.refit_if_due(conn)
     return SweepReport(
         reopened,
         expired,
@@ -46,6 +51,7 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
         keys,
         choices.picked if choices else 0,
         choices.unfilled if choices else 0,
+        refit,
     )
 
 

@@ -41,6 +41,8 @@ REFUSED = [
     "DELETE FROM job_offers",
     "DELETE FROM job_declines",
     "UPDATE offer_events SET data = '{}'",
+    # The market's curve is refit in place, never removed (the policy would fall back unseen).
+    "DELETE FROM offer_market",
     "INSERT INTO schema_migrations (version, checksum) VALUES ('9999_sneaky', 'x')",
     "DELETE FROM schema_migrations",
 ]

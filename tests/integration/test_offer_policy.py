@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from dispatch import db
+from dispatch import db, sweeper
 from dispatch.jobs import commands
 from dispatch.offers import inbox
 from dispatch.workers import locations
@@ -208,3 +208,47 @@ def test_likely_reaches_the_next_waves_radius_when_no_one_is_near(
     job_id, created = open_job(conn)
     waves.run(conn, first_wave(created))
     assert offered_in(conn, job_id, 1) == ["near"]
+
+
+def test_the_sweep_fits_the_markets_curve_and_the_waves_read_it(
+    conn: db.Connection, waves: Waves, configure: Configure, cache: "locations.Client"
+) -> None:
+    """A city whose workers say yes further out than the configured curve (half at 2.5 km):
+    sixty offers answered at 0.5 to 6.5 km, as a curve that halves at 5 km says. The sweep
+    fits the market's curve from those answers (once, until it is due again; never under
+    `nearest`, which reads none), and the next `likely` wave reads its chances with it, once
+    it stands on enough answers, and says so in the offer's `why`."""
+    configure(DISPATCH_OFFER_WAVES="1@9000", DISPATCH_OFFER_MARKET_MIN_ANSWERS="60")
+    for distance in (500, 2500, 4500, 6500):
+        takes = round(15 * 0.9 / (1 + (distance / 5000) ** 2))  # of the 15 offered there
+        for n in range(15):
+            cache.delete(*locations.position_keys())
+            place(conn, f"w{distance}-{n}", distance, bearing=24 * n)
+            job_id, created = open_job(conn)
+            waves.run(conn, first_wave(created))
+            if n < takes:
+                commands.accept_job(conn, job_id=job_id, worker_id=f"w{distance}-{n}", version=None)
+            else:
+                inbox.decline(conn, job_id, f"w{distance}-{n}")
+    assert sweeper.sweep(conn).market_refit is False  # nearest: no curve to keep
+    likely(configure, "1@9000")
+    assert sweeper.sweep(conn).market_refit is True
+    fitted = conn.execute("SELECT * FROM offer_market").fetchone()
+    assert fitted is not None and fitted["answers"] == 60
+    assert 3500 < fitted["half_distance_m"] < 7000 and 0.75 < fitted["door"] <= 1, fitted
+    assert sweeper.sweep(conn).market_refit is False  # not due again for ten minutes
+
+    def why_of_next_offer() -> dict[str, Any]:
+        cache.delete(*locations.position_keys())
+        place(conn, f"next-{len(waves.put)}", 4000)
+        _, created = open_job(conn)
+        waves.run(conn, first_wave(created))
+        return waves.put[-1].data["why"]
+
+    why = why_of_next_offer()
+    assert why["half_distance_m"] == round(fitted["half_distance_m"], 1)
+    assert why["market_door"] == round(fitted["door"], 4)
+    configure(DISPATCH_OFFER_MARKET_MIN_ANSWERS="61")  # one more than it stands on
+    configured = why_of_next_offer()
+    assert (configured["half_distance_m"], configured["market_door"]) == (2500, 0.6)
+    assert configured["chance"] < why["chance"]  # 4 km: the market says likelier

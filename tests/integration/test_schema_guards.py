@@ -291,3 +291,28 @@ def test_nobody_takes_renews_or_starts_a_job_once_its_window_ended(conn: Connect
         " lease_expires_at = NULL WHERE id = %(id)s",
         held,
     )
+
+
+MARKET = """
+INSERT INTO offer_market (id, door, half_distance_m, answers)
+VALUES (%(id)s, %(door)s, %(half)s, %(answers)s)
+"""
+
+
+@pytest.mark.parametrize(
+    ("row", "constraint"),
+    [
+        ({"door": 1.2}, "offer_market_door_is_a_chance"),
+        ({"door": 0.0}, "offer_market_door_is_a_chance"),
+        ({"half": 0.0}, "offer_market_half_distance_positive"),
+        ({"answers": -1}, "offer_market_answers_nonnegative"),
+        ({"id": False}, "offer_market_one_row"),
+    ],
+)
+def test_the_markets_curve_is_one_row_of_a_chance_and_a_distance(
+    conn: Connection, row: dict[str, Any], constraint: str
+) -> None:
+    fine = {"id": True, "door": 0.8, "half": 2500.0, "answers": 300}
+    refused(conn, MARKET, fine | row, constraint)
+    conn.execute(MARKET, fine)
+    refused(conn, MARKET, fine, "offer_market_pkey")  # one market, one row

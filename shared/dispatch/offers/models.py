@@ -35,7 +35,8 @@ class OfferReason(BaseModel):
     """Why this worker was offered the job: the inputs that ranked them (the offer policy's,
     `DISPATCH_OFFER_POLICY`). `nearest` ranks by distance (100 m bands), then rating: it fills
     those and the rank. `likely` (dispatch.offers.policy) adds the worker's recent record as
-    Dispatch holds it, the chance of a yes before the next wave, and the score it ranked by."""
+    Dispatch holds it, the chance of a yes before the next wave, the score it ranked by, and
+    the market's curve it read them with."""
 
     policy: str  # nearest | likely
     rank: int  # 1 = offered first in its wave
@@ -55,6 +56,10 @@ class OfferReason(BaseModel):
     chance: float | None = None  # of a yes before the next wave
     soon: float | None = None  # of a yes within the horizon
     score: float | None = None
+    # the market's curve the chances were read with (dispatch.offers.market): a yes at the
+    # door, and the distance at which it halves
+    market_door: float | None = None
+    half_distance_m: float | None = None
 
 
 class OfferCreatedData(BaseModel):

@@ -8,7 +8,10 @@ the job's `min_rating`, what they did with their latest offers (accepts, decline
 releases, leases that ran out) and how fast they answered, how long since they last took a
 job, and how many workers already declined this job in this round.
 
-For each of the nearest `offer_pool` qualified workers:
+It reads them with the market's curve (dispatch.offers.market: a yes at the door, `prior`
+below, and the distance `half` at which it halves, fit by the sweeper from the market's own
+answers), or with the configured `offer_prior_accept` and `offer_half_distance_m` until that
+curve stands on enough answers. For each of the nearest `offer_pool` qualified workers:
 
     door     = (accepts + w * prior) / (expected + w)       their yes at the door; `expected`
                                                              is the yeses their offers'
@@ -34,13 +37,14 @@ records the inputs that ranked them (`why`), so that "why him and not me?" has a
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from dispatch.config import Settings, Wave, settings
 from dispatch.db import Connection
+from dispatch.offers.market import near
 from dispatch.offers.sql import LIKELY_CANDIDATES, MAKE_CHOSEN_OFFERS
 
 # A new worker's rating (workers.rating's prior: five ratings of 4.0) when the job asks none.
@@ -114,11 +118,6 @@ def reach_m(waves: Sequence[Wave], number: int, ahead: int) -> int:
     return waves[min(len(waves), number + ahead) - 1].radius_m
 
 
-def near(distance_m: float, half_m: float) -> float:
-    """The share of the yeses at the door the policy expects at this distance."""
-    return 1 / (1 + (distance_m / half_m) ** 2)
-
-
 def judge(
     c: Candidate, knobs: Knobs, min_rating: float | None, round_declines: int
 ) -> dict[str, Any]:
@@ -159,6 +158,8 @@ def judge(
         "chance": round(chance, 4),
         "soon": round(soon, 4),
         "score": round(score, 4),
+        "market_door": round(knobs.prior_accept, 4),
+        "half_distance_m": round(knobs.half_distance_m, 1),
     }
 
 
@@ -201,10 +202,16 @@ def make_offers(conn: Connection, params: dict[str, Any]) -> int:
             "history_s": s.offer_history_seconds,
             "silence_s": knobs.interval_s,
             "half_m": knobs.half_distance_m,
+            "door": knobs.prior_accept,
+            "min_answers": s.offer_market_min_answers,
         },
     ).fetchall()
     if not rows:
         return 0
+    # The market's curve as the statement read it (dispatch.offers.market), or the configured.
+    knobs = replace(
+        knobs, half_distance_m=rows[0]["market_half_m"], prior_accept=rows[0]["market_door"]
+    )
     fields = Candidate.__dataclass_fields__
     candidates = [Candidate(**{k: v for k, v in row.items() if k in fields}) for row in rows]
     min_rating = params["min_rating"]

@@ -82,28 +82,98 @@ RETURNING id
 """
 )
 
+# How a worker answered one offer (`r`: the offer's job_id, job_version, worker_id and
+# created_at), from what the product records and nothing else: a decline (job_declines), an
+# accept (the job's next version is job.assigned to them; job_events_one_per_change makes it
+# one lookup), or silence (neither, and the job stayed open %(silence_s)s after the offer, or
+# still is); else still pending. A lost accept race leaves no record: it reads as silence.
+# `ending`: what became of an accept (job.released, or job.reopened when the lease ran out);
+# `seconds`: from the offer to the answer. One rule for the policy's view of each worker
+# (LIKELY_CANDIDATES) and of the market (MARKET_ANSWERS).
+OFFER_ANSWER: LiteralString = """
+      LEFT JOIN job_declines d ON d.job_id = r.job_id AND d.worker_id = r.worker_id
+      LEFT JOIN job_events taken ON taken.job_id = r.job_id AND taken.version = r.job_version + 1
+      LEFT JOIN job_events later ON later.job_id = r.job_id AND later.version = r.job_version + 2
+     CROSS JOIN LATERAL (
+        SELECT CASE
+                 WHEN d.worker_id IS NOT NULL THEN 'decline'
+                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = r.worker_id
+                   THEN 'accept'
+                 WHEN coalesce(taken.occurred_at, now()) - r.created_at
+                      >= make_interval(secs => %(silence_s)s) THEN 'silence'
+                 ELSE 'pending'
+               END AS answer,
+               CASE WHEN taken.type = 'job.assigned'
+                     AND taken.data ->> 'assignee_id' = r.worker_id THEN later.type END AS ending,
+               extract(epoch FROM CASE
+                 WHEN d.worker_id IS NOT NULL THEN d.declined_at - r.created_at
+                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = r.worker_id
+                   THEN taken.occurred_at - r.created_at
+               END)::float8 AS seconds
+     ) a
+"""
+
+# The market's latest answered offers (at most %(sample)s, within %(history_s)s), counted by
+# distance band (%(band_m)s wide): how many, and how many said yes. The sweeper fits the
+# market's curve to them (dispatch.offers.market). The newest first through the primary key
+# (uuid v7: creation order), so the read is bounded however long the table grows.
+MARKET_ANSWERS: LiteralString = (
+    """
+SELECT floor(r.distance_m / %(band_m)s)::int AS band, count(*) AS offers,
+       count(*) FILTER (WHERE a.answer = 'accept') AS accepts
+  FROM (SELECT o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
+          FROM job_offers o
+         ORDER BY o.id DESC
+         LIMIT %(sample)s) r"""
+    + OFFER_ANSWER
+    + """ WHERE a.answer <> 'pending'
+   AND r.created_at > now() - make_interval(secs => %(history_s)s)
+ GROUP BY 1
+ ORDER BY 1
+"""
+)
+
+# The market's curve, one row (offer_market_one_row), replaced by each fit.
+SAVE_MARKET: LiteralString = """
+INSERT INTO offer_market (door, half_distance_m, answers)
+VALUES (%(door)s, %(half_distance_m)s, %(answers)s)
+ON CONFLICT (id) DO UPDATE
+   SET door = excluded.door, half_distance_m = excluded.half_distance_m,
+       answers = excluded.answers, fitted_at = now()
+"""
+# Whether the market's curve is due for a fit: never fit, or fit %(refit_s)s ago or more.
+MARKET_DUE: LiteralString = """
+SELECT NOT EXISTS (SELECT 1 FROM offer_market
+                    WHERE fitted_at > now() - make_interval(secs => %(refit_s)s)) AS due
+"""
+
 # The `likely` policy's view of the nearest %(pool)s qualified candidates: what each did with
-# their latest offers (at most %(recent)s, within %(history_s)s), read from what the product
-# records and nothing else. An offer's answer is a decline (job_declines), an accept (the
-# job's next version is job.assigned to them; job_events_one_per_change makes it one lookup),
-# or silence (neither, and the job stayed open %(silence_s)s after the offer, or still is);
-# an accept that ended in job.released or job.reopened (the lease ran out) is counted too.
-# A lost accept race leaves no record: it reads as silence. `expected` is how many yeses
-# their offers' distances alone would predict (1 / (1 + (d / half)^2) each), so that a worker
-# offered far jobs is not taken for a worker who says no. `round_declines`: the declines this
-# job already had in this round.
+# their latest offers (at most %(recent)s, within %(history_s)s; OFFER_ANSWER), and the
+# market's curve it reads them with (`market`: offer_market's, once fit on at least
+# %(min_answers)s answers, else the configured %(half_m)s and %(door)s). An accept that ended
+# in job.released or job.reopened (the lease ran out) is counted too. `expected` is how many
+# yeses their offers' distances alone would predict (1 / (1 + (d / half)^2) each), so that a
+# worker offered far jobs is not taken for a worker who says no. `round_declines`: the
+# declines this job already had in this round.
 LIKELY_CANDIDATES: LiteralString = (
     CANDIDATES
-    + """, qualified AS (
+    + """, market AS (
+    SELECT coalesce(m.half_distance_m, %(half_m)s::float8) AS half_m,
+           coalesce(m.door, %(door)s::float8) AS door
+      FROM (SELECT) one
+      LEFT JOIN offer_market m ON m.answers >= %(min_answers)s
+), qualified AS (
     SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating"""
     + QUALIFIED
     + """     ORDER BY c.distance_m
      LIMIT %(pool)s
 )
-SELECT q.worker_id, q.distance_m, q.rating, h.*,
+SELECT q.worker_id, q.distance_m, q.rating, h.*, market.half_m AS market_half_m,
+       market.door AS market_door,
        (SELECT count(*) FROM job_offers o JOIN job_declines d USING (job_id, worker_id)
          WHERE o.job_id = %(job_id)s AND o.job_version = %(version)s) AS round_declines
   FROM qualified q
+ CROSS JOIN market
  CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE a.answer <> 'pending') AS offers,
            count(*) FILTER (WHERE a.answer = 'accept') AS accepts,
@@ -111,37 +181,19 @@ SELECT q.worker_id, q.distance_m, q.rating, h.*,
            count(*) FILTER (WHERE a.answer = 'silence') AS silences,
            count(*) FILTER (WHERE a.ending = 'job.released') AS releases,
            count(*) FILTER (WHERE a.ending = 'job.reopened') AS leases_run_out,
-           coalesce(sum(1 / (1 + (r.distance_m / %(half_m)s) ^ 2))
+           coalesce(sum(1 / (1 + (r.distance_m / market.half_m) ^ 2))
                     FILTER (WHERE a.answer <> 'pending'), 0)::float8 AS expected,
            avg(a.seconds) AS answer_s,
            extract(epoch FROM now() - max(r.created_at) FILTER (WHERE a.answer = 'accept'))
                ::float8 AS since_accept_s
-      FROM (SELECT o.job_id, o.job_version, o.distance_m, o.created_at FROM job_offers o
+      FROM (SELECT o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
+              FROM job_offers o
              WHERE o.worker_id = q.worker_id
                AND o.created_at > now() - make_interval(secs => %(history_s)s)
              ORDER BY o.created_at DESC
-             LIMIT %(recent)s) r
-      LEFT JOIN job_declines d ON d.job_id = r.job_id AND d.worker_id = q.worker_id
-      LEFT JOIN job_events taken ON taken.job_id = r.job_id AND taken.version = r.job_version + 1
-      LEFT JOIN job_events later ON later.job_id = r.job_id AND later.version = r.job_version + 2
-     CROSS JOIN LATERAL (
-        SELECT CASE
-                 WHEN d.worker_id IS NOT NULL THEN 'decline'
-                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = q.worker_id
-                   THEN 'accept'
-                 WHEN coalesce(taken.occurred_at, now()) - r.created_at
-                      >= make_interval(secs => %(silence_s)s) THEN 'silence'
-                 ELSE 'pending'
-               END AS answer,
-               CASE WHEN taken.type = 'job.assigned'
-                     AND taken.data ->> 'assignee_id' = q.worker_id THEN later.type END AS ending,
-               extract(epoch FROM CASE
-                 WHEN d.worker_id IS NOT NULL THEN d.declined_at - r.created_at
-                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = q.worker_id
-                   THEN taken.occurred_at - r.created_at
-               END)::float8 AS seconds
-     ) a
- ) h
+             LIMIT %(recent)s) r"""
+    + OFFER_ANSWER
+    + """ ) h
  ORDER BY q.distance_m
 """
 )

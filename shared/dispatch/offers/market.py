@@ -1,0 +1,93 @@
+"""The market's curve: how often a worker says yes to a job at their door, and the distance at
+which that halves, fit from the market's own recorded answers (`sql.MARKET_ANSWERS`).
+
+The `likely` policy (dispatch.offers.policy) reads each worker's yes as their door times
+1 / (1 + (distance / half)^2). The district's workers halve at about 2.5 km, the configured
+default; in a thin evening they drive further (half at about 4 km), and a policy that kept
+the district's curve there took each far worker's chance for half of what it was and sent
+waves of four where two would do. So the sweeper fits the curve to what the market did, every
+`DISPATCH_OFFER_MARKET_REFIT_SECONDS`, into `offer_market`, and every wave reads it.
+
+The fit: for each half distance on a grid (400 m to 16 km, 8% apart), the door that makes the
+expected yeses equal the recorded ones, then the pair with the highest likelihood of the
+recorded answers, with a prior that the half distance is the configured one within about a
+factor of two (so that answers all at one distance, which say nothing of the shape, leave it
+where it was configured).
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dispatch.config import settings
+from dispatch.db import Connection
+from dispatch.offers.sql import MARKET_ANSWERS, MARKET_DUE, SAVE_MARKET
+
+HALVES_M = tuple(400 * 1.08**k for k in range(49))  # 400 m .. 16 km
+BAND_M = 250  # answers are counted in distance bands this wide
+PRIOR_SPREAD = math.log(2)  # the half distance's prior: the configured one, sd a factor of 2
+
+
+@dataclass(frozen=True)
+class Band:
+    distance_m: float  # the band's middle
+    offers: int  # answered (or gone silent)
+    accepts: int
+
+
+@dataclass(frozen=True)
+class Curve:
+    door: float  # the chance of a yes at the door
+    half_distance_m: float  # where it halves
+    answers: int  # the answered offers it was fit on
+
+
+def near(distance_m: float, half_m: float) -> float:
+    """The share of the yeses at the door to expect at this distance."""
+    return 1 / (1 + (distance_m / half_m) ** 2)
+
+
+def fit(bands: Sequence[Band], configured_half_m: float) -> Curve | None:
+    """The curve that best explains the answers (see the module); None without a yes."""
+    answers = sum(b.offers for b in bands)
+    accepts = sum(b.accepts for b in bands)
+    if not answers or not accepts:
+        return None
+    best: tuple[float, float, float] | None = None  # (log likelihood, door, half)
+    for half in HALVES_M:
+        shapes = [near(b.distance_m, half) for b in bands]
+        door = min(1.0, accepts / sum(b.offers * s for b, s in zip(bands, shapes, strict=True)))
+        likelihood = -0.5 * (math.log(half / configured_half_m) / PRIOR_SPREAD) ** 2
+        for b, s in zip(bands, shapes, strict=True):
+            p = min(1 - 1e-9, max(1e-9, door * s))
+            likelihood += b.accepts * math.log(p) + (b.offers - b.accepts) * math.log(1 - p)
+        if best is None or likelihood > best[0]:
+            best = (likelihood, door, half)
+    assert best is not None
+    return Curve(door=best[1], half_distance_m=best[2], answers=answers)
+
+
+def refit_if_due(conn: Connection) -> bool:
+    """Fit the market's curve when it is due (`MARKET_DUE`) and save it; whether it did."""
+    s = settings()
+    due = conn.execute(MARKET_DUE, {"refit_s": s.offer_market_refit_seconds}).fetchone()
+    if not (due and due["due"]):
+        return False
+    rows = conn.execute(
+        MARKET_ANSWERS,
+        {
+            "band_m": BAND_M,
+            "sample": s.offer_market_sample,
+            "history_s": s.offer_history_seconds,
+            "silence_s": max(1, s.offer_wave_interval_seconds),
+        },
+    ).fetchall()
+    bands = [Band((r["band"] + 0.5) * BAND_M, r["offers"], r["accepts"]) for r in rows]
+    curve = fit(bands, s.offer_half_distance_m)
+    if curve is None:
+        return False
+    conn.execute(
+        SAVE_MARKET,
+        {"door": curve.door, "half_distance_m": curve.half_distance_m, "answers": curve.answers},
+    )
+    return True
