@@ -112,14 +112,21 @@ bench-accept: $(STAMP)
 clean:
 	rm -rf $(VENV) .dispatch .pytest_cache .mypy_cache .ruff_cache
 
-## Offer policy evaluation (issue 24): nearest against likely on three cities, seeds 102-104
-## (about 36 min of wall time), then the side-by-side table and the bill (sim/runs/eval).
-EVAL_SEEDS ?= 102 103 104
+## Offer policy evaluation (issue 24): nearest against likely on three cities, seeds 102-107
+## (two runs at a time, EVAL_LANES: about 50 min of wall time on two cores), then the
+## side-by-side table and the bill (sim/runs/eval/evaluation.md).
+EVAL_SEEDS ?= 102 103 104 105 106 107
+EVAL_LANES ?= 2
+EVAL_RUNS := $(foreach seed,$(EVAL_SEEDS),$(foreach city,district evening shortage,sim/runs/eval/$(city)-$(seed)/report.md))
 evaluate-policy: $(STAMP)
-	for seed in $(EVAL_SEEDS); do for city in district evening shortage; do \
-	  $(BIN)/python -m sim sim/scenarios/eval/$$city.toml --seed $$seed \
-	    --out sim/runs/eval/$$city-$$seed --progress-seconds 0 || exit 1; done; done
+	rm -f $(EVAL_RUNS)
+	$(MAKE) --no-print-directory -j$(EVAL_LANES) $(EVAL_RUNS)
 	$(BIN)/python -m sim.evaluate sim/runs/eval
+
+# One evaluation run: sim/runs/eval/CITY-SEED/report.md.
+sim/runs/eval/%/report.md:
+	$(BIN)/python -m sim sim/scenarios/eval/$(word 1,$(subst -, ,$*)).toml \
+	  --seed $(word 2,$(subst -, ,$*)) --out sim/runs/eval/$* --progress-seconds 0
 
 ## Offer policy benchmark: a wave's cost per job, `likely` over the seed's `nearest` (<= 1.5x).
 bench-offers: $(STAMP)

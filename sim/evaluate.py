@@ -10,6 +10,7 @@ and both runs 0 5xx and 0 invariant violations.
 """
 
 import json
+import math
 import re
 import sys
 from collections import defaultdict
@@ -48,7 +49,49 @@ def runs(folder: Path) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
             kpis["busy_environments"] = busy_environments(kpis, hours)
             kpis["later"] = after_warm_up(run / f"replay-{policy}.jsonl")
             found[city][int(seed)][policy] = kpis
+        found[city][int(seed)]["paired"] = paired_fill(
+            *(run / f"replay-{policy}.jsonl" for policy in POLICIES)
+        )
     return found
+
+
+def filled_in_order(replay: Path) -> list[bool]:
+    """Whether each job was ever assigned, in the order the jobs were posted."""
+    order: list[str] = []
+    assigned: set[str] = set()
+    for line in replay.read_text().splitlines()[1:]:
+        event = json.loads(line)
+        if event.get("type") == "job.created":
+            order.append(event["job_id"])
+        elif event.get("type") == "job.assigned":
+            assigned.add(event["job_id"])
+    return [job in assigned for job in order]
+
+
+def paired_fill(nearest: Path, likely: Path) -> dict[str, float]:
+    """The fill compared job by job: both runs post the same jobs in the same order (same
+    world, same seed), so each job is filled by both, neither, or one policy only. Only the
+    last kind can tell the policies apart; McNemar's exact test says how likely a split at
+    least as uneven would be if each of those jobs had gone either way at even odds (a
+    two-sided p: near 1, the difference is what chance alone gives)."""
+    pairs = list(zip(filled_in_order(nearest), filled_in_order(likely), strict=True))
+    only_nearest = sum(n and not lk for n, lk in pairs)
+    only_likely = sum(lk and not n for n, lk in pairs)
+    return {
+        "jobs": len(pairs),
+        "only_nearest": only_nearest,
+        "only_likely": only_likely,
+        "p": mcnemar_exact(only_nearest, only_likely),
+    }
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p for b and c discordant pairs (a binomial test at 1/2)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 WARM_UP_S = 1200.0  # the later view: jobs posted after the first twenty minutes
@@ -175,6 +218,17 @@ def markdown(found: dict[str, dict[int, dict[str, dict[str, Any]]]]) -> str:
                     f"| {city} {seed} | {policy} | {k['jobs']} | {100 * (k['fill_rate'] or 0):.1f}%"
                     f" | {k['p90'] or 0:.0f} | {k['offers_per_filled_job'] or 0:.2f} |"
                 )
+    paired = ["", "Fill job by job (the same jobs in both runs; McNemar's exact test on the jobs"
+              " only one policy filled):", "",
+              "| city, seed | jobs | filled by nearest only | filled by likely only | p |",
+              "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for city, seeds in found.items():
+        for seed, by_policy in sorted(seeds.items()):
+            k = by_policy["paired"]
+            paired.append(
+                f"| {city} {seed} | {k['jobs']} | {k['only_nearest']} | {k['only_likely']} |"
+                f" {k['p']:.2f} |"
+            )
     items = list(next(iter(costs.values())).keys()) if costs else []
     bill = ["", "AWS per 1,000 filled jobs (mean over the seeds; sim/prices.toml):", "",
             "| city, policy | " + " | ".join(items) + " |",
@@ -183,7 +237,7 @@ def markdown(found: dict[str, dict[int, dict[str, dict[str, Any]]]]) -> str:
         cells = [f"{mean(v):.2f}" if item.startswith("busy") else f"${mean(v):.3f}"
                  for item, v in per_item.items()]  # fmt: skip
         bill.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines + summary + later + bill) + "\n"
+    return "\n".join(lines + summary + paired + later + bill) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,4 +8,5 @@ def test_both_policies_run_their_waves_on_the_same_market(bench_url: str, redis_
     assert result.history_offers > 0
     assert {p: t.count for p, t in result.per_policy.items()} == {"nearest": 8, "likely": 8}
     assert result.offers_per_wave["nearest"] > 0 and result.offers_per_wave["likely"] > 0
+    assert result.market_answers > 0  # the waves read a fitted market's curve
     assert "likely / nearest per wave" in offers.report(result)

@@ -42,3 +42,12 @@ def test_the_bill_counts_each_item_at_its_list_price() -> None:
     assert without_proxy(p)["aurora"]["proxy_min_acu"] == 0
     per = per_thousand_filled(KPIS, 1.0)
     assert per["total"] == pytest.approx(sum(items.values()) * 1000 / 50)
+
+
+def test_mcnemar_is_even_odds_on_the_jobs_only_one_policy_filled() -> None:
+    from sim.evaluate import mcnemar_exact
+
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(1, 0) == 1.0  # one job says nothing
+    assert mcnemar_exact(2, 1) == pytest.approx(1.0)  # 2 x P(X <= 1 of 3) = 2 x 0.5
+    assert mcnemar_exact(8, 0) == pytest.approx(2 / 256)  # eight to none: hardly chance
+    assert mcnemar_exact(5, 1) == mcnemar_exact(1, 5) == pytest.approx(2 * 7 / 64)
