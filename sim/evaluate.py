@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.costs import busy_environments, per_thousand_filled, prices, without_proxy
+from sim.run import percentiles
 
 POLICIES = ("nearest", "likely")
 
@@ -52,6 +53,51 @@ def runs(folder: Path) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
         found[city][int(seed)]["paired"] = paired_fill(
             *(run / f"replay-{policy}.jsonl" for policy in POLICIES)
         )
+    return found
+
+
+def waits(replay: Path) -> list[float]:
+    """Each filled job's time to its first accept (city seconds), from the replay."""
+    created: dict[str, float] = {}
+    first: dict[str, float] = {}
+    for line in replay.read_text().splitlines()[1:]:
+        event = json.loads(line)
+        if event.get("type") == "job.created":
+            created[event["job_id"]] = event["t"]
+        elif event.get("type") == "job.assigned":
+            first.setdefault(event["job_id"], event["t"])
+    return [first[job] - t for job, t in created.items() if job in first]
+
+
+def pooled(
+    folder: Path, city: str, seeds: dict[int, dict[str, Any]]
+) -> dict[str, dict[str, float]]:
+    """Every seed's jobs of one city taken as one sample, per policy: the fill, the p90 time to
+    accept, offers and lost races per filled job (from each run's own counts). A seed's run is
+    a few hundred jobs (the evening's a few dozen), and one run's figures move between two runs
+    of the same policy on the same seed; six seeds together are the larger sample."""
+    found = {}
+    for policy in POLICIES:
+        jobs = sum(k[policy]["jobs"] for k in seeds.values())
+        filled = [k[policy]["jobs"] * k[policy]["fill_rate"] for k in seeds.values()]
+        times = [
+            t for seed in seeds for t in waits(folder / f"{city}-{seed}" / f"replay-{policy}.jsonl")
+        ]
+        found[policy] = {
+            "jobs": jobs,
+            "fill_rate": sum(filled) / jobs,
+            "p90": percentiles(times)["p90"],
+            "offers_per_filled_job": sum(
+                n * k[policy]["offers_per_filled_job"]
+                for n, k in zip(filled, seeds.values(), strict=True)
+            )
+            / sum(filled),
+            "lost_races_per_filled_job": sum(
+                n * k[policy]["lost_races_per_filled_job"]
+                for n, k in zip(filled, seeds.values(), strict=True)
+            )
+            / sum(filled),
+        }
     return found
 
 
@@ -138,6 +184,16 @@ def verdict(nearest: dict[str, Any], likely: dict[str, Any]) -> dict[str, bool]:
     }
 
 
+def verdict_pooled(nearest: dict[str, float], likely: dict[str, float]) -> dict[str, bool]:
+    """The city's win, on every seed's jobs together (the same measures as `verdict`)."""
+    return {
+        "fill": likely["fill_rate"] >= nearest["fill_rate"],
+        "p90": likely["p90"] <= 0.8 * nearest["p90"],
+        "offers": likely["offers_per_filled_job"] <= nearest["offers_per_filled_job"],
+        "races": likely["lost_races_per_filled_job"] <= nearest["lost_races_per_filled_job"],
+    }
+
+
 def row(k: dict[str, Any]) -> list[str]:
     t = k["time_to_accept_s"]
     return [
@@ -172,7 +228,10 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def markdown(found: dict[str, dict[int, dict[str, dict[str, Any]]]]) -> str:
+def markdown(
+    found: dict[str, dict[int, dict[str, dict[str, Any]]]],
+    pools: dict[str, dict[str, dict[str, float]]] | None = None,
+) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * 2 + " ---: |" * 9]
     summary = ["", "| city | seeds won | fill | p90 ratio | offers | lost races | clean |",
                "| --- | ---: | --- | ---: | --- | --- | --- |"]  # fmt: skip
@@ -229,6 +288,26 @@ def markdown(found: dict[str, dict[int, dict[str, dict[str, Any]]]]) -> str:
                 f"| {city} {seed} | {k['jobs']} | {k['only_nearest']} | {k['only_likely']} |"
                 f" {k['p']:.2f} |"
             )
+    together = ["", "Every seed's jobs together, per city (one sample of all its runs' jobs):", "",
+                "| city | policy | jobs | fill | filled by this one only | accept p90 (s) |"
+                " offers / filled | lost races / filled | wins every measure |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for city, by_policy in (pools or {}).items():
+        won = all(verdict_pooled(by_policy["nearest"], by_policy["likely"]).values())
+        only = {p: sum(k["paired"][f"only_{p}"] for k in found[city].values()) for p in POLICIES}
+        chance = mcnemar_exact(only["nearest"], only["likely"])
+        for policy in POLICIES:
+            k = by_policy[policy]
+            together.append(
+                f"| {city} | {policy} | {k['jobs']} | {100 * k['fill_rate']:.1f}% |"
+                f" {only[policy]} | {k['p90']:.0f} | {k['offers_per_filled_job']:.2f} |"
+                f" {k['lost_races_per_filled_job']:.2f} |"
+                + (
+                    f" {'yes' if won else 'no'} (fill: p {chance:.2f}) |"
+                    if policy == "likely"
+                    else " |"
+                )
+            )
     items = list(next(iter(costs.values())).keys()) if costs else []
     bill = ["", "AWS per 1,000 filled jobs (mean over the seeds; sim/prices.toml):", "",
             "| city, policy | " + " | ".join(items) + " |",
@@ -237,12 +316,13 @@ def markdown(found: dict[str, dict[int, dict[str, dict[str, Any]]]]) -> str:
         cells = [f"{mean(v):.2f}" if item.startswith("busy") else f"${mean(v):.3f}"
                  for item, v in per_item.items()]  # fmt: skip
         bill.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines + summary + paired + later + bill) + "\n"
+    return "\n".join(lines + summary + together + paired + later + bill) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
     folder = Path((argv or sys.argv[1:] or ["sim/runs/eval"])[0])
-    text = markdown(runs(folder))
+    found = runs(folder)
+    text = markdown(found, {city: pooled(folder, city, seeds) for city, seeds in found.items()})
     (folder / "evaluation.md").write_text(text)
     print(text)
 

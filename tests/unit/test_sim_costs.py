@@ -1,6 +1,9 @@
 """The evaluation's arithmetic without a run: the Gini coefficient of work per worker, and the
 bill at the price table's list prices."""
 
+import json
+from typing import Any
+
 import pytest
 
 from sim.costs import bill, per_thousand_filled, prices, without_proxy
@@ -51,3 +54,28 @@ def test_mcnemar_is_even_odds_on_the_jobs_only_one_policy_filled() -> None:
     assert mcnemar_exact(2, 1) == pytest.approx(1.0)  # 2 x P(X <= 1 of 3) = 2 x 0.5
     assert mcnemar_exact(8, 0) == pytest.approx(2 / 256)  # eight to none: hardly chance
     assert mcnemar_exact(5, 1) == mcnemar_exact(1, 5) == pytest.approx(2 * 7 / 64)
+
+
+def test_the_fill_is_paired_job_by_job_and_waits_read_from_the_replay(tmp_path: Any) -> None:
+    from sim.evaluate import paired_fill, waits
+
+    def replay(name: str, assigned: dict[str, float]) -> Any:
+        events = [{"type": "replay"}]
+        events += [{"t": 10.0 * n, "type": "job.created", "job_id": job}
+                   for n, job in enumerate("abcd")]  # fmt: skip
+        events += [{"t": t, "type": "job.assigned", "job_id": job} for job, t in assigned.items()]
+        path = tmp_path / name
+        path.write_text("\n".join(json.dumps(e) for e in events))
+        return path
+
+    # The same four jobs in the same order (other ids in each run would pair the same way).
+    nearest = replay("n.jsonl", {"a": 5.0, "b": 30.0, "c": 40.0})
+    likely = replay("l.jsonl", {"a": 3.0, "c": 22.0, "d": 31.0, "b": 90.0})
+    assert sorted(waits(nearest)) == [5.0, 20.0, 20.0]
+    assert sorted(waits(likely)) == [1.0, 2.0, 3.0, 80.0]  # b's first accept: 90 - 10
+    assert paired_fill(nearest, likely) == {
+        "jobs": 4,
+        "only_nearest": 0,
+        "only_likely": 1,
+        "p": 1.0,
+    }
