@@ -1,6 +1,7 @@
 """Scheduled every minute: expire jobs whose window ended, reopen expired assignments, remove
 idempotency keys past 24 hours, refit the market's curve for the `likely` offer policy when it
-is due, and forget worker positions nobody has reported for an hour.
+is due, send again the next wave of an offer round whose message was lost, and forget worker
+positions nobody has reported for an hour.
 Relaying the outbox is another function's duty (outbox_relay): a backlog of events never
 holds up a lease."""
 

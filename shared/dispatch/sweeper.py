@@ -1,5 +1,6 @@
 """The lease sweeper: hands expired assignments back to the market, forgets old idempotency keys,
-refits the market's curve for the `likely` offer policy when it is due.
+refits the market's curve for the `likely` offer policy when it is due, and sends again the
+next wave of an offer round whose message was lost.
 
 Correctness never waits for it (an expired lease is claimable by accept at once); it makes
 expired jobs visible as open again, tells the old holder's version it is dead, and emits the
@@ -16,7 +17,7 @@ from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.jobs import commands
 from dispatch.jobs.models import Job
-from dispatch.offers import market
+from dispatch.offers import market, waves
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class SweepReport:
     auto_picked: int = 0
     unfilled_choices: int = 0
     market_refit: bool = False
+    rounds_resumed: int = 0
 
 
 def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> SweepReport:
@@ -44,6 +46,7 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
     keys = idempotency.expire(conn, settings().idempotency_ttl_hours)
     # The market's curve, for the policy that reads it (and only then: nearest needs none).
     refit = settings().offer_policy == "likely" and keep_going() and market.refit_if_due(conn)
+    resumed = waves.resume_stalled_rounds(conn, settings().sweep_batch_size) if keep_going() else 0
     return SweepReport(
         reopened,
         expired,
@@ -52,6 +55,7 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
         choices.picked if choices else 0,
         choices.unfilled if choices else 0,
         refit,
+        resumed,
     )
 
 

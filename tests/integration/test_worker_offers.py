@@ -7,7 +7,8 @@ from uuid import UUID
 
 import redis
 
-from dispatch import db
+from dispatch import db, sweeper
+from dispatch.jobs import commands
 from dispatch.offers import inbox
 from dispatch.offers import waves as offer_waves
 from dispatch.offers.models import WaveRequest
@@ -134,3 +135,54 @@ def test_declines_at_the_same_instant_hurry_the_next_wave_which_runs_once(
             waves.run(conn, WaveRequest.model_validate(message))
         ran = conn.execute("SELECT count(*) AS n FROM offer_waves WHERE wave = 2").fetchone()
         assert ran == {"n": 1}
+
+
+def test_a_round_whose_wave_message_was_lost_goes_on_from_the_sweep(
+    conn: db.Connection, waves: Waves, queues: dict[str, str], configure: Any
+) -> None:
+    """Found from outside: a kill -9 of the local stack lost the offer queue's messages (its
+    stand-in lives in the stack's processes), and the rounds they carried stopped for good: no
+    more waves, no job.unfilled. The sweep now sends a stalled round's next wave again, and
+    only a stalled one: not while its event waits for the publisher, not while its next wave is
+    merely due, not once the final check ran, not for a job that was taken."""
+    configure(DISPATCH_OFFER_WAVES="1@3000", DISPATCH_OFFER_WAVE_INTERVAL_SECONDS="60")
+    place(conn, "silent", 800)
+
+    def published_ago(job_id: UUID, seconds: int) -> None:
+        conn.execute(
+            "UPDATE job_events SET published_at = now() - make_interval(secs => %s)"
+            " WHERE job_id = %s",
+            (seconds, job_id),
+        )
+
+    def waves_ran_ago(job_id: UUID, seconds: int) -> None:
+        conn.execute(
+            "UPDATE offer_waves SET ran_at = now() - make_interval(secs => %s) WHERE job_id = %s",
+            (seconds, job_id),
+        )
+
+    def resumed() -> list[WaveRequest]:
+        assert offer_waves.resume_stalled_rounds(conn, 100) >= 0
+        return [WaveRequest.model_validate_json(b) for b in on_the_queue(queues["offers"])]
+
+    job_id, _ = open_job(conn)
+    assert resumed() == []  # its job.created is not on the bus yet: the publisher starts it
+    published_ago(job_id, 30)
+    assert resumed() == []  # wave 1's message may still be on its way
+    published_ago(job_id, 200)  # it was not: lost with its queue
+    (request,) = resumed()
+    assert request == WaveRequest(job_id=job_id, version=1, wave=1)
+    waves.run(conn, request)
+    assert resumed() == []  # the wave ran just now: its next is due in an interval
+    waves_ran_ago(job_id, 200)
+    assert sweeper.sweep(conn).rounds_resumed == 1  # the sweep does it, on its schedule
+    (request,) = [WaveRequest.model_validate_json(b) for b in on_the_queue(queues["offers"])]
+    assert request == WaveRequest(job_id=job_id, version=1, wave=2)  # the final check
+    assert waves.run(conn, request).unfilled
+    waves_ran_ago(job_id, 200)
+    assert resumed() == []  # the round is over
+
+    taken, _ = open_job(conn)
+    published_ago(taken, 200)
+    commands.accept_job(conn, job_id=taken, worker_id="silent", version=None)
+    assert resumed() == []  # no longer open in that round

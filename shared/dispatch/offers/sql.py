@@ -233,6 +233,28 @@ SELECT %(job_id)s, 'job.unfilled', %(version)s,
  WHERE (SELECT assignment FROM jobs WHERE id = %(job_id)s) = 'first_come'
 """
 
+# Rounds that stalled: the job is still open at the version whose event opened the round
+# (%(opening)s, already on the bus: the publisher started the round), its window has not ended,
+# the final check has not run (no offer_waves row past the last wave, %(waves)s), and its last
+# step (the latest wave, or the opening event when no wave ran) is older than %(stalled_s)s.
+# A wave message lost with its queue (the local stand-in under kill -9, or one dead-lettered
+# in AWS) leaves a round there for good; the sweeper sends its next wave again. A message that
+# is only late does no harm: a wave runs once per round (offer_waves primary key).
+STALLED_ROUNDS: LiteralString = """
+SELECT j.id AS job_id, j.version, w.wave AS last_wave,
+       opened.data ->> 'offer_first_to' AS offer_first_to
+  FROM jobs j
+  JOIN job_events opened ON opened.job_id = j.id AND opened.version = j.version
+ CROSS JOIN LATERAL (SELECT max(ow.wave) AS wave, max(ow.ran_at) AS ran_at FROM offer_waves ow
+                      WHERE ow.job_id = j.id AND ow.job_version = j.version) w
+ WHERE j.status = 'open' AND j.window_end > now()
+   AND opened.type = ANY(%(opening)s) AND opened.published_at IS NOT NULL
+   AND coalesce(w.wave, 0) <= %(waves)s
+   AND coalesce(w.ran_at, opened.published_at) < now() - make_interval(secs => %(stalled_s)s)
+ ORDER BY coalesce(w.ran_at, opened.published_at)
+ LIMIT %(limit)s
+"""
+
 # The round's own small outbox: its events not yet on the bus, in the order written.
 PENDING_EVENTS: LiteralString = """
 SELECT dispatch_event(e) AS document FROM offer_events e

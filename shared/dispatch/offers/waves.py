@@ -34,6 +34,7 @@ from dispatch.offers.sql import (
     MARK_PUBLISHED,
     OPEN_JOB,
     PENDING_EVENTS,
+    STALLED_ROUNDS,
     START_WAVE,
     UNFILLED,
 )
@@ -61,12 +62,48 @@ PutAll = Callable[[Sequence[Event]], None]
 
 
 def round_for(event: Event) -> WaveRequest | None:
-    """The first wave of the round an event opens, or None for events that open nothing: wave 0
-    (the business's favourites) when the job was posted with offer_first_to, else wave 1."""
+    """The first wave of the round an event opens, or None for events that open nothing."""
     if event.type not in OPENING_EVENTS:
         return None
-    first = 0 if event.data.get("offer_first_to") == "favourites" else 1
+    first = first_wave(event.data.get("offer_first_to"))
     return WaveRequest(job_id=event.job_id, version=event.version, wave=first)
+
+
+def first_wave(offer_first_to: str | None) -> int:
+    """Wave 0 (the business's favourites) when the job was posted with offer_first_to, else 1."""
+    return 0 if offer_first_to == "favourites" else 1
+
+
+# A round whose last step is this much older than the wave interval has lost its next message.
+STALLED_AFTER_S = 60
+
+
+def resume_stalled_rounds(conn: Connection, limit: int) -> int:
+    """Send the next wave again of every round that stalled (`STALLED_ROUNDS`): its message was
+    lost with its queue. How many were resumed; none without an offer queue."""
+    s = settings()
+    if not s.offer_queue_url:
+        return 0
+    rows = conn.execute(
+        STALLED_ROUNDS,
+        {
+            "opening": [t.value for t in OPENING_EVENTS],
+            "waves": len(s.offer_waves),
+            "stalled_s": s.offer_wave_interval_seconds + STALLED_AFTER_S,
+            "limit": limit,
+        },
+    ).fetchall()
+    for row in rows:
+        wave = (
+            first_wave(row["offer_first_to"]) if row["last_wave"] is None else row["last_wave"] + 1
+        )
+        request = WaveRequest(job_id=row["job_id"], version=row["version"], wave=wave)
+        sqs_schedule(request, 0)
+        logger.warning("offer round stalled: its next wave sent again",
+                       extra=request.model_dump(mode="json"))  # fmt: skip
+    if rows:
+        count("OfferRoundsResumed", len(rows))
+    return len(rows)
 
 
 def start_round(event: Event) -> None:
