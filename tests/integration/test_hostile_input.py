@@ -162,3 +162,58 @@ def test_a_body_that_is_not_json_names_the_body(api: Api) -> None:
     (detail,) = reply.body["error"]["details"]
     assert detail["field"] == "body"
     assert "JSON" in detail["problem"]
+
+
+# -- input the contract decided late: keys given twice, skills that look alike -------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"skills": ["wash"], "skills": ["paint"]}', "skills"),
+        ('{"location": {"lat": 1, "lat": 2, "lng": 3}}', "lat"),
+    ],
+    ids=["top-level", "nested"],
+)
+def test_a_key_given_twice_is_refused_naming_it(
+    api: Api, conn: Connection, raw: str, field: str
+) -> None:
+    reply = refused_twice(api, conn, "POST", "/jobs", BUSINESS, raw)
+    assert reply.body["error"]["details"] == [
+        {"field": field, "problem": "is given more than once in one object"}
+    ]
+
+
+def test_a_key_given_twice_on_accept_moves_nothing(api: Api, conn: Connection) -> None:
+    job = make_job(api)
+    make_worker(api, worker(1))
+    raw = '{"version": 1, "version": 1}'
+    reply = refused_twice(api, conn, "POST", f"/jobs/{job['id']}/accept", worker(1), raw)
+    assert fields(reply) == ["version"]
+    assert conn.execute("SELECT status FROM jobs").fetchone() == {"status": "open"}
+
+
+def test_a_skill_in_nfd_is_the_same_skill_as_in_nfc(api: Api) -> None:
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    profile = api.call("PUT", "/workers/me", worker(1), {"skills": [decomposed]})
+    assert profile.body["skills"] == [composed], profile.body
+    job = make_job(api, skills=[composed, decomposed])
+    assert job["skills"] == [composed]  # one skill, given twice
+    taken = api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {})
+    assert taken.status == 200, taken.body
+
+
+@pytest.mark.parametrize(
+    "char",
+    ["\u200b", "\u200d", "\u202e", "\u2066", "\ufeff", "\u2028", "\u2029", "\x07", "\x85"],
+    ids=["zwsp", "zwj", "rlo", "lri", "bom", "line-sep", "para-sep", "bell", "nel"],
+)
+def test_a_skill_with_a_character_no_one_sees_is_refused(
+    api: Api, conn: Connection, char: str
+) -> None:
+    raw = json.dumps(job_body(skills=[f"wa{char}sh"]))
+    reply = refused_twice(api, conn, "POST", "/jobs", BUSINESS, raw)
+    assert fields(reply) == ["skills.0"]
+    assert f"U+{ord(char):04X}" in reply.body["error"]["details"][0]["problem"]
+    profile = api.call("PUT", "/workers/me", worker(1), {"skills": [f"wa{char}sh"]})
+    assert (profile.status, profile.code) == (400, "VALIDATION_FAILED"), profile.body

@@ -9,6 +9,8 @@ thousand levels deep exhausts the recursion limit (RecursionError), and an integ
   it happens in (the deepest body the API takes nests three levels).
 - An integer too long to convert is read as the float it stands for (infinite), which every
   numeric field refuses as it refuses any number out of its range, naming itself.
+- A key given twice in one object is refused, naming the key: the reader would keep the last
+  silently, and a client that meant the first would never learn its value was dropped.
 """
 
 import json
@@ -26,7 +28,17 @@ def parse(text: str) -> Any:
     if member is not None:
         problem = f"is nested more than {MAX_DEPTH} levels deep"
         raise DispatchError(Code.VALIDATION_FAILED, [{"field": member, "problem": problem}])
-    return json.loads(text, parse_int=_integer)
+    return json.loads(text, parse_int=_integer, object_pairs_hook=_object)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            problem = "is given more than once in one object"
+            raise DispatchError(Code.VALIDATION_FAILED, [{"field": key, "problem": problem}])
+        seen.add(key)
+    return dict(pairs)
 
 
 def _integer(literal: str) -> int | float:
