@@ -39,6 +39,16 @@ EVOLUTION = (
     "example `job.created.v2`) beside the old one, never in place."
 )
 
+PUSH = (
+    "The same events, one per WebSocket message (the envelope exactly), to the devices allowed "
+    "to hear them: ops every event; a business every event of its own jobs; a worker its own "
+    "`offer.created` and every event of a job it holds, and the one that ends its hold: the "
+    "change right after its hold that leaves the job with no holder (`job.released`, "
+    "`job.reopened`, `job.cancelled`). A takeover of its lapsed lease names the next holder, "
+    "which it never hears. Push is a hint: after any reconnect pull `GET /jobs/{id}/events`, "
+    'which a past holder may read up to the end of its hold (docs/api.md, "Past holders").'
+)
+
 SUMMARIES = {
     "job.created": "A business posted a job (version 1).",
     "job.assigned": (
@@ -110,7 +120,19 @@ def document() -> dict[str, Any]:
                 "description": "The stack's EventBridge bus (EVENT_BUS_NAME); rules match on "
                 f"source `{SOURCE}` and the detail-type.",
                 "variables": {"region": {"default": "us-east-1"}},
-            }
+            },
+            "push": {
+                "host": "{api}.execute-api.{region}.amazonaws.com",
+                "pathname": "/{stage}",
+                "protocol": "wss",
+                "description": "The stack's WebSocket API (the `PushUrl` output; "
+                "`ws://127.0.0.1:3000/ws` on the local stack); `?token=` the API's JWT.",
+                "variables": {
+                    "api": {"default": "example"},
+                    "region": {"default": "us-east-1"},
+                    "stage": {"default": "dev"},
+                },
+            },
         },
         "channels": {
             "jobs": {
@@ -118,7 +140,15 @@ def document() -> dict[str, Any]:
                 "title": "Job and offer events",
                 "description": DELIVERY,
                 "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in messages},
-            }
+                "servers": [{"$ref": "#/servers/eventbridge"}],
+            },
+            "push": {
+                "address": "/",
+                "title": "Push to devices",
+                "description": PUSH,
+                "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in messages},
+                "servers": [{"$ref": "#/servers/push"}],
+            },
         },
         "operations": {
             "receiveJobEvents": {
@@ -127,7 +157,14 @@ def document() -> dict[str, Any]:
                 "summary": "What a consumer of the bus receives (an EventBridge rule's target).",
                 "channel": {"$ref": "#/channels/jobs"},
                 "messages": [{"$ref": f"#/channels/jobs/messages/{name}"} for name in messages],
-            }
+            },
+            "receivePush": {
+                "action": "receive",
+                "title": "Hear a job's events on a device",
+                "summary": "What a connected app receives (who hears what: the channel).",
+                "channel": {"$ref": "#/channels/push"},
+                "messages": [{"$ref": f"#/channels/push/messages/{name}"} for name in messages],
+            },
         },
         "components": {"schemas": schemas["$defs"], "messages": messages},
     }

@@ -70,3 +70,11 @@ def test_an_event_of_an_unknown_type_or_shape_is_refused() -> None:
         assert_valid_event({**event, "data": {"waves": 3, "offered": 0, "cell_r9": 1}})
     with pytest.raises(AssertionError, match="does not match"):
         assert_valid_event({**event, "type": "offer.created"})
+
+
+def test_push_is_a_channel_that_says_who_hears_the_end_of_a_hold() -> None:
+    document = asyncapi.document()
+    push = document["channels"]["push"]
+    assert push["servers"] == [{"$ref": "#/servers/push"}]
+    assert set(push["messages"]) == set(document["channels"]["jobs"]["messages"])
+    assert "ends its hold" in push["description"] and "Past holders" in push["description"]

@@ -15,6 +15,7 @@ import pytest
 from dispatch import db
 from dispatch.events import Event
 from dispatch.push import connections, delivery
+from dispatch.push import sql as push_sql
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext
 from dispatch_local.template import handler_of, websocket_api
@@ -218,6 +219,49 @@ def test_each_hears_its_own_and_nobody_another_s(
     (their_created,) = job_events(conn, theirs["id"])
     assert heard(their_created) == {ops, ops_again, other_business}
     assert heard(offer(theirs, "worker-3")) == {ops, ops_again, other_business, nobody}
+
+
+def test_a_takeover_of_a_lapsed_lease_is_not_heard_by_the_past_holder(
+    conn: db.Connection, api: Api, connected: Callable[[str, str], str]
+) -> None:
+    for n in (1, 2):
+        make_worker(api, worker(n))
+    job = make_job(api, BUSINESS)
+    api.call("POST", f"/jobs/{job['id']}/accept", worker(1), {"version": 1})
+    conn.execute(
+        "UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+        (job["id"],),
+    )
+    taken = api.call("POST", f"/jobs/{job['id']}/accept", worker(2), {})
+    assert taken.status == 200, taken.body
+    past, holder = connected("worker-1", "worker"), connected("worker-2", "worker")
+    *_, takeover = job_events(conn, job["id"])
+    heard = {r.connection_id for r in connections.recipients(conn, takeover)}
+    assert holder in heard and past not in heard  # it names the next holder: never heard
+
+
+def test_who_hears_an_event_is_read_by_index_at_100k_connections(
+    conn: db.Connection, api: Api
+) -> None:
+    job = make_job(api, BUSINESS)
+    conn.execute(
+        """INSERT INTO push_connections (connection_id, caller_id, roles, expires_at)
+           SELECT 'bulk-' || n, 'worker-bulk-' || n,
+                  CASE WHEN n % 1000 = 0 THEN ARRAY['ops'] WHEN n % 10 = 0 THEN ARRAY['business']
+                       ELSE ARRAY['worker'] END,
+                  now() + interval '1 hour'
+             FROM generate_series(1, 100000) n"""
+    )
+    conn.execute("ANALYZE push_connections")
+    (created,) = job_events(conn, job["id"])
+    params = {"workers": ["worker-bulk-7"], "job_event": True, "job_id": job["id"], "version": 1}
+    plan = "\n".join(
+        row["QUERY PLAN"]
+        for row in conn.execute("EXPLAIN " + push_sql.RECIPIENTS, params).fetchall()
+    )
+    assert "Seq Scan on push_connections" not in plan, plan
+    heard = {r.connection_id for r in connections.recipients(conn, created)}
+    assert len([c for c in heard if c.startswith("bulk-")]) == 100  # the hundred ops
 
 
 # -- the sender -------------------------------------------------------------------------------

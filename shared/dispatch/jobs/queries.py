@@ -28,21 +28,41 @@ def can_view(caller: Caller, job: Job) -> bool:
 
 
 def visible_job(conn: Connection, caller: Caller, job_id: UUID) -> Job:
-    """The job, or NOT_FOUND when it does not exist or is not the caller's (never leak which)."""
-    row = conn.execute(sql.JOB_BY_ID, {"job_id": job_id}).fetchone()
-    job = Job.from_document(row["document"]) if row else None
-    if job is None or not can_view(caller, job):
-        raise DispatchError(Code.NOT_FOUND)
-    return job
+    """The job, or NOT_FOUND when it does not exist or is not the caller's (never leak which).
+    A worker that held it once reads it as the end of its hold left it."""
+    return view_of(conn, caller, job_id)[0]
 
 
 def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
     """The job's events to pull after a gap in push: its business and ops lose nothing here;
-    a worker also reads its offers at GET /workers/me/offers."""
-    job = visible_job(conn, caller, job_id)
-    params = {"job_id": job_id, "everything": oversees(caller, job), "caller_id": caller.id}
+    a worker also reads its offers at GET /workers/me/offers; a past holder reads them up to
+    the end of its hold, nothing of later holders."""
+    job, through = view_of(conn, caller, job_id)
+    params = {
+        "job_id": job_id,
+        "everything": oversees(caller, job),
+        "caller_id": caller.id,
+        "through": through,
+    }
     rows = conn.execute(sql.EVENTS_OF_JOB, params).fetchall()
     return JobEvents(events=[event_of(row["document"]) for row in rows])
+
+
+def view_of(conn: Connection, caller: Caller, job_id: UUID) -> tuple[Job, int | None]:
+    """What the caller may read of the job: the job now (and every event: None), or for a
+    worker whose hold ended the job as that end left it and the last version it may read.
+    NOT_FOUND for anyone else (never leak which)."""
+    row = conn.execute(sql.JOB_BY_ID, {"job_id": job_id}).fetchone()
+    if row is None:
+        raise DispatchError(Code.NOT_FOUND)
+    job = Job.from_document(row["document"])
+    if can_view(caller, job):
+        return job, None
+    if caller.has(Role.WORKER):
+        ended = conn.execute(sql.HOLD_ENDED, {"job_id": job_id, "worker_id": caller.id}).fetchone()
+        if ended is not None:
+            return Job.from_document(ended["event"]["data"]), ended["version"]
+    raise DispatchError(Code.NOT_FOUND)
 
 
 def event_of(document: dict[str, Any]) -> Event:

@@ -115,19 +115,42 @@ SELECT j.status, j.assignee_id,
 
 JOB_BY_ID = "SELECT dispatch_job_json(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
 
+# The end of a past holder's last hold of the job: the change right after the worker held it
+# (every change writes one event, versions 1, 2, 3, ... : job_events_one_per_change), when that
+# change left the job with no holder (released, reopened, cancelled): the worker reads it, it is
+# the news. When another worker took over a lapsed lease, the takeover names the next holder,
+# which a past holder never reads: its view ends at its own last event, whose lease has run out.
+# A past holder reads the job as that event left it (its data) and the events up to its version.
+HOLD_ENDED = """
+SELECT CASE WHEN n.data->>'assignee_id' IS NULL THEN dispatch_event(n) ELSE dispatch_event(h) END
+           AS event,
+       CASE WHEN n.data->>'assignee_id' IS NULL THEN n.version ELSE h.version END AS version
+  FROM job_events h
+  JOIN job_events n ON n.job_id = h.job_id AND n.version = h.version + 1
+ WHERE h.job_id = %(job_id)s
+   AND h.data->>'assignee_id' = %(worker_id)s
+   AND n.data->>'assignee_id' IS DISTINCT FROM %(worker_id)s
+ ORDER BY h.version DESC
+ LIMIT 1
+"""
+
 # A job's events to pull after a gap in push: its changes, and of its offer events (offers,
 # applications, unfilled rounds, back to choice) all for its business and ops (`everything`),
-# those naming the assignee for the assignee. In version order; within a version the change
+# those naming the worker for a worker; for a past holder only up to the end of its hold
+# (`through`, HOLD_ENDED's version; NULL: all). In version order; within a version the change
 # first, then the rest as written.
 EVENTS_OF_JOB = """
 SELECT document FROM (
     SELECT dispatch_event(e) AS document, e.version, 0 AS after_the_change, e.id
-      FROM job_events e WHERE e.job_id = %(job_id)s
+      FROM job_events e
+     WHERE e.job_id = %(job_id)s
+       AND e.version <= coalesce(%(through)s::integer, e.version)
     UNION ALL
     SELECT dispatch_event(o), o.version, 1, o.id
       FROM offer_events o
      WHERE o.job_id = %(job_id)s
        AND (%(everything)s OR o.data->>'worker_id' = %(caller_id)s)
+       AND o.version <= coalesce(%(through)s::integer, o.version)
 ) heard
 ORDER BY version, after_the_change, id
 """

@@ -17,25 +17,38 @@ DELETE FROM push_connections WHERE connection_id = ANY(%(connection_ids)s::text[
 
 # Who hears an event (the contract's "Push"): ops every event; a business every event of its
 # own jobs (the owner never changes, so the jobs table says); a worker the offers made to it
-# and every event of a job it holds, including the one that ends its hold (the assignee of
-# the job's previous version). Nobody else. Expired connections come back marked: the sender
-# closes them instead of sending.
+# and every event of a job it holds, and the one that ends its hold: the change right after
+# its version that leaves the job with no holder (released, reopened, cancelled), the very
+# event a past holder reads last at GET /jobs/{id}/events (jobs/sql.py HOLD_ENDED). A
+# takeover of a lapsed lease names the next holder, which a past holder never hears. Nobody
+# else. Three branches, each on its own index (push_connections_ops, push_connections_caller):
+# one WHERE of ORs with a sub-query scanned every connection for every event (28 ms at 100k
+# rows; tests/integration/test_push.py holds the plan). Expired connections come back
+# marked: the sender closes them instead of sending.
 RECIPIENTS: LiteralString = """
-WITH heard_by AS (
-    SELECT unnest(%(workers)s::text[]) AS worker_id
-    UNION
-    SELECT e.data->>'assignee_id' FROM job_events e
-     WHERE %(job_event)s AND e.job_id = %(job_id)s AND e.version = %(version)s - 1
-)
 SELECT c.connection_id, c.expires_at <= now() AS expired
   FROM push_connections c
  WHERE 'ops' = ANY(c.roles)
-    OR ('business' = ANY(c.roles)
-        AND c.caller_id = (SELECT j.business_id FROM jobs j WHERE j.id = %(job_id)s))
-    OR ('worker' = ANY(c.roles)
-        AND c.caller_id IN (SELECT worker_id FROM heard_by WHERE worker_id IS NOT NULL))
- ORDER BY c.connection_id
+UNION
+SELECT c.connection_id, c.expires_at <= now()
+  FROM jobs j
+  JOIN push_connections c ON c.caller_id = j.business_id
+ WHERE j.id = %(job_id)s AND 'business' = ANY(c.roles)
+UNION
+SELECT c.connection_id, c.expires_at <= now()
+  FROM push_connections c
+ WHERE 'worker' = ANY(c.roles)
+   AND c.caller_id IN (
+       SELECT unnest(%(workers)s::text[])
+       UNION ALL
+       SELECT h.data->>'assignee_id'
+         FROM job_events n
+         JOIN job_events h ON h.job_id = n.job_id AND h.version = n.version - 1
+        WHERE %(job_event)s AND n.job_id = %(job_id)s AND n.version = %(version)s
+          AND n.data->>'assignee_id' IS NULL)
+ ORDER BY connection_id
 """
+
 
 # Stale entries expire: connections past their end, oldest first, a batch at a time.
 EXPIRED: LiteralString = """
