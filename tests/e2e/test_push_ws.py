@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import uuid
 from typing import Any
 
 import pytest
@@ -235,3 +236,34 @@ def connection_ids(conn: Connection, caller_id: str) -> set[str]:
             "SELECT connection_id FROM push_connections WHERE caller_id = %s", [caller_id]
         )
     }
+
+
+def test_a_worker_away_when_its_hold_ended_learns_it_after_reconnecting(stack: str) -> None:
+    """Accept, close the socket, the business cancels, reconnect: the pull the contract asks
+    for after any reconnect answers the past holder up to the end of its hold."""
+    suffix = uuid.uuid4().hex[:6]  # the stack is shared: this test's own people
+    business = Client(stack, f"biz-away-{suffix}", "business")
+    washer = Client(stack, f"washer-away-{suffix}", "worker")
+    assert washer.send("PUT", "/workers/me", {"skills": ["wash"]}).status_code == 200
+    job = business.send("POST", "/jobs", job_body(["wash"])).json()
+
+    async def away() -> dict[str, Any]:
+        listener = await Listener(washer.sub, "worker").open(stack)
+        held = washer.send("POST", f"/jobs/{job['id']}/accept", {}).json()
+        assert await until(lambda: any_type(listener, "job.assigned"))
+        await listener.close()
+        return dict(held)
+
+    held = run_async(away())
+    cancelled = business.send(
+        "POST", f"/jobs/{job['id']}/transitions", {"event": "cancel", "version": held["version"]}
+    )
+    assert cancelled.status_code == 200, cancelled.text
+
+    seen = washer.send("GET", f"/jobs/{job['id']}")
+    events = washer.send("GET", f"/jobs/{job['id']}/events")
+    assert (seen.status_code, events.status_code) == (200, 200), (seen.text, events.text)
+    assert (seen.json()["status"], seen.json()["assignee_id"]) == ("cancelled", None)
+    assert [e["type"] for e in events.json()["events"]][-1] == "job.cancelled"
+    for event in events.json()["events"]:
+        assert_valid_event(event)
