@@ -1,4 +1,4 @@
-"""What the deploy-time custom resources do (functions/apigateway_account).
+"""What the deploy-time custom resources do (functions/apigateway_account, prune_versions).
 
 API Gateway's CloudWatch role is one setting per account and region, shared by every API
 there: a WebSocket stage that logs access needs it set, and API Gateway cannot unset it once
@@ -6,6 +6,9 @@ set (only point it at another role). So the stack sets its own role only where n
 never replaces another's, and on delete hands the setting over to another stage's role of
 this project when the account names its own (docs/deploy.md, "The account's API Gateway
 CloudWatch role").
+
+Lambda keeps every version SAM publishes, each with its SnapStart snapshot; the pruner
+deletes the versions no alias points to but the newest few (docs/deploy.md, "Old versions").
 """
 
 import time
@@ -84,3 +87,59 @@ def delete_role(iam: Any, role_arn: str) -> None:
     except iam.exceptions.NoSuchEntityException:
         pass  # gone already (a delete that ran twice)
     logger.info("the stack's API Gateway role deleted", extra={"role": role_arn})
+
+
+def function_of(version_arn: str) -> str:
+    """arn:aws:lambda:<region>:<account>:function:<name>:<version> -> the function's ARN."""
+    return version_arn.rsplit(":", 1)[0]
+
+
+def prune_versions(lambda_: Any, function: str, rollback: int, keep: set[str]) -> list[str]:
+    """Delete the function's published versions that no alias points to and that are not in
+    `keep`, but the `rollback` newest of them. Returns the deleted version numbers."""
+    name = function.rsplit(":", 1)[1]  # the API takes names and ARNs; moto's, names only
+    try:
+        aliased = {
+            alias["FunctionVersion"]
+            for page in lambda_.get_paginator("list_aliases").paginate(FunctionName=name)
+            for alias in page["Aliases"]
+        }
+    except lambda_.exceptions.ResourceNotFoundException:  # gone: nothing of it to prune
+        logger.warning("no such function", extra={"function": function})
+        return []
+    published = sorted(
+        (
+            (int(v["Version"]), str(v["FunctionArn"]))
+            for page in lambda_.get_paginator("list_versions_by_function").paginate(
+                FunctionName=name
+            )
+            for v in page["Versions"]
+            if v["Version"] != "$LATEST"
+        ),
+        reverse=True,
+    )
+    spare = [(n, arn) for n, arn in published if str(n) not in aliased | keep]
+    deleted = []
+    for number, arn in spare[rollback:]:
+        # By the version's own ARN: the role may delete versions (function:<name>:*) and
+        # never the function itself.
+        lambda_.delete_function(FunctionName=arn)
+        deleted.append(str(number))
+    logger.info(
+        "versions pruned",
+        extra={"function": function, "deleted": deleted, "aliased": sorted(aliased)},
+    )
+    return deleted
+
+
+def prune_all(lambda_: Any, versions: list[str], previous: list[str], rollback: int) -> int:
+    """Prune every function named by its current version's ARN. The versions this deploy and
+    the one before named are kept whatever the aliases say, so a rollback of this deploy
+    finds the version it goes back to. Returns how many versions were deleted."""
+    keep: dict[str, set[str]] = {}
+    for arn in [*versions, *previous]:
+        keep.setdefault(function_of(arn), set()).add(arn.rsplit(":", 1)[1])
+    return sum(
+        len(prune_versions(lambda_, function, rollback, keep[function]))
+        for function in sorted({function_of(arn) for arn in versions})
+    )

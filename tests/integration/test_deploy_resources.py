@@ -1,13 +1,15 @@
-"""Issue 34, point 1: the deploy-time custom resource for the account's API Gateway
-CloudWatch role through its handler, and `dispatch preflight`, on moto's API Gateway, IAM
-and EC2. Each test runs in an account of its own on the stand-in
+"""Issue 34, points 1 and 10: the deploy-time custom resources (the account's API Gateway
+CloudWatch role, old versions) through their handlers, and `dispatch preflight`, on moto's
+API Gateway, IAM, Lambda and EC2. Each test runs in an account of its own on the stand-in
 (moto's x-moto-account-id), so the account-wide setting starts empty.
 
 moto lacks RDS's DescribeDBEngineVersions: preflight's engine check reports that it could
 not check, which is what a test here holds; the rest is checked on what moto has."""
 
+import io
 import json
 import random
+import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +27,11 @@ __all__ = ["cloudformation"]  # the stand-in for CloudFormation's answer address
 ACCOUNT_FUNCTION = Function(
     "ApiGatewayAccountFunction",
     (REPO_ROOT / "functions" / "apigateway_account").resolve(),
+    "app.lambda_handler",
+)
+PRUNE_FUNCTION = Function(
+    "PruneVersionsFunction",
+    (REPO_ROOT / "functions" / "prune_versions").resolve(),
     "app.lambda_handler",
 )
 TRUST = json.dumps(
@@ -171,6 +178,64 @@ def test_a_failure_is_answered_failed_not_hung(account: str, cloudformation: Ans
     assert result["Status"] == "FAILED" and answers[-1]["Status"] == "FAILED"
     assert "KeyError" in answers[-1]["Reason"] and "RoleArn" in answers[-1]["Reason"]
     assert not account_role()
+
+
+# -- point 10: old versions --------------------------------------------------------------------
+
+
+def deploy_versions(name: str, count: int) -> str:
+    """A function with `count` published versions, as that many deploys leave it."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("app.py", "def lambda_handler(event, context):\n    return {}\n")
+    lambda_ = aws.client("lambda")
+    role = make_role(f"{name}-role", path="/")
+    arn = str(
+        lambda_.create_function(
+            FunctionName=name, Runtime="python3.12", Role=role, Handler="app.lambda_handler",
+            Code={"ZipFile": archive.getvalue()},
+        )["FunctionArn"]
+    )  # fmt: skip
+    for deploy in range(1, count + 1):
+        lambda_.update_function_configuration(FunctionName=name, Description=f"deploy {deploy}")
+        lambda_.publish_version(FunctionName=name)
+    return arn
+
+
+def versions_of(name: str) -> list[str]:
+    found = aws.client("lambda").list_versions_by_function(FunctionName=name)["Versions"]
+    return sorted((v["Version"] for v in found if v["Version"] != "$LATEST"), key=int)
+
+
+def test_pruning_keeps_the_aliased_the_rollback_and_the_newest(
+    account: str, cloudformation: Answers
+) -> None:
+    """Six deploys: live moved from 5 to 6 in this one, and someone's canary alias is on 2.
+    Kept: 6 and 2 (aliased), 5 (the previous deploy's, a rollback's target) and 4 (the newest
+    other, RollbackVersions = 1). Deleted: 1 and 3. A second function with one version only
+    loses nothing, and the next run deletes nothing more."""
+    url, answers = cloudformation
+    accept, create = deploy_versions("accept", 6), deploy_versions("create", 1)
+    lambda_ = aws.client("lambda")
+    lambda_.create_alias(FunctionName="accept", Name="live", FunctionVersion="6")
+    lambda_.create_alias(FunctionName="accept", Name="canary", FunctionVersion="2")
+    lambda_.create_alias(FunctionName="create", Name="live", FunctionVersion="1")
+    now = {"RollbackVersions": "1", "Versions": [f"{accept}:6", f"{create}:1"]}
+    before = {"RollbackVersions": "1", "Versions": [f"{accept}:5", f"{create}:1"]}
+    request = event("Update", url, "VersionPruning", now, OldResourceProperties=before)
+    run(PRUNE_FUNCTION, request)
+    assert versions_of("accept") == ["2", "4", "5", "6"]
+    assert versions_of("create") == ["1"]
+    assert answers[-1]["Status"] == "SUCCESS" and answers[-1]["Data"] == {"Deleted": "2"}
+    run(PRUNE_FUNCTION, request)
+    assert versions_of("accept") == ["2", "4", "5", "6"]
+    assert answers[-1]["Data"] == {"Deleted": "0"}
+
+
+def test_pruning_a_failure_is_answered_failed(account: str, cloudformation: Answers) -> None:
+    url, answers = cloudformation
+    run(PRUNE_FUNCTION, event("Update", url, "VersionPruning", {"RollbackVersions": "1"}))
+    assert answers[-1]["Status"] == "FAILED" and "Versions" in answers[-1]["Reason"]
 
 
 # -- point 1: dispatch preflight ---------------------------------------------------------------

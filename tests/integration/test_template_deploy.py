@@ -201,7 +201,7 @@ UNNAMED = {  # CloudFormation names these itself, or their names are scoped to t
     "AWS::RDS::DBProxyTargetGroup", "AWS::SecretsManager::Secret", "AWS::SQS::Queue",
     "AWS::SNS::Topic", "AWS::SNS::Subscription", "AWS::CloudWatch::Alarm", "AWS::S3::Bucket",
     "AWS::S3::BucketPolicy", "AWS::KMS::Key", "AWS::CloudFormation::WaitConditionHandle",
-    "Custom::Migrations", "Custom::ApiGatewayAccount",
+    "Custom::Migrations", "Custom::ApiGatewayAccount", "Custom::VersionPruning",
     # push (issue 23): the WebSocket API's parts, the bus rule, the push queue's policy
     "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route",
     "AWS::Events::Rule", "AWS::SQS::QueuePolicy",
@@ -318,6 +318,7 @@ def test_no_function_runs_before_its_schema() -> None:
             "PushAuthorizerFunction",
             "PushPosterFunction",
             "ApiGatewayAccountFunction",  # deploy-time custom resources, no database
+            "PruneVersionsFunction",
         ):
             continue
         assert function.get("DependsOn") == "Migrations", logical_id
@@ -682,3 +683,27 @@ def test_the_engine_version_is_a_parameter_aws_publishes() -> None:
     assert cluster["EngineVersion"] == {"Ref": "DatabaseEngineVersion"}
     deploy = (REPO_ROOT / "docs" / "deploy.md").read_text()
     assert "17.7" in deploy and "AuroraPostgreSQLReleaseNotes" in deploy
+
+
+# -- issue 34, point 10: old versions ------------------------------------------------------------
+
+
+def test_every_published_version_is_pruned_and_only_versions_may_be_deleted() -> None:
+    """VersionPruning names every aliased function's current version: a deploy that publishes
+    one changes its properties, so it runs again; the pruner may delete versions (qualified
+    ARNs) of those functions and nothing else."""
+    template = generated()
+    pruning = template["Resources"]["VersionPruning"]["Properties"]
+    named = {ref["Ref"] for ref in pruning["Versions"]}
+    assert named == set(versions(template).values())
+    assert int(pruning["RollbackVersions"]) >= 1
+    after = transformed(layer="s3://artifacts/layer-2", **NETWORK)
+    assert {
+        r["Ref"] for r in after["Resources"]["VersionPruning"]["Properties"]["Versions"]
+    } != named
+    role = template["Resources"]["PruneVersionsFunctionRole"]["Properties"]
+    (statements,) = [p["PolicyDocument"]["Statement"] for p in role["Policies"]]
+    deleting = [s for s in statements if "lambda:DeleteFunction" in str(s["Action"])]
+    assert len(deleting) == 1
+    resources = deleting[0]["Resource"]
+    assert {r["Fn::Sub"] for r in resources} == {f"${{{f}.Arn}}:*" for f in aliased(template)}
