@@ -49,6 +49,8 @@ def claim_account_role(
     replaced since); any other role is the account's own and stays. Returns the role the
     account logs with afterwards."""
     current = account_role(apigateway)
+    if current == role_arn:  # set by this stack's earlier deploy
+        return current
     if current and current != previous_arn:
         logger.info("the account has its own API Gateway role; kept", extra={"role": current})
         return current
