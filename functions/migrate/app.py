@@ -12,12 +12,9 @@ hanging up only frees this function, and the transaction, never committed, rolls
 """
 
 import contextlib
-import json
 import os
 import socket
-import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db, migrations
 from dispatch.config import settings
+from dispatch.custom_resource import answer
 from dispatch.observability import logger
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -32,41 +30,6 @@ WORK_MARGIN_SECONDS = 30.0  # the database work stops this long before the deadl
 ANSWER_MARGIN_SECONDS = 10.0  # the timer answers FAILED this long before it
 
 settings()  # at cold start: a bad environment fails the init, not the first event
-
-
-class CloudFormationAnswer:
-    """The one answer CloudFormation waits for (a PUT to the presigned URL); the first one sent
-    wins, whether the work or the deadline timer sends it."""
-
-    def __init__(self, event: dict[str, Any], context: LambdaContext) -> None:
-        self.event, self.context = event, context
-        self.sent: dict[str, Any] | None = None
-        self._lock = threading.Lock()
-
-    def send(self, status: str, reason: str = "", applied: list[str] | None = None) -> None:
-        with self._lock:
-            if self.sent is not None:
-                return
-            self.sent = {
-                "Status": status,
-                "Reason": (reason or f"see {self.context.log_group_name}")[:500],
-                "PhysicalResourceId": "dispatch-migrations",
-                "StackId": self.event["StackId"],
-                "RequestId": self.event["RequestId"],
-                "LogicalResourceId": self.event["LogicalResourceId"],
-                "Data": {"Applied": ",".join(applied or [])},
-            }
-            request = urllib.request.Request(
-                self.event["ResponseURL"],
-                data=json.dumps(self.sent).encode(),
-                method="PUT",
-                headers={"Content-Type": ""},
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=ANSWER_MARGIN_SECONDS / 2):
-                    pass
-            except OSError:  # nothing more to do: CloudFormation will time the resource out
-                logger.exception("could not answer CloudFormation", extra=self.sent)
 
 
 def hang_up(conn: db.Connection) -> None:
@@ -83,20 +46,10 @@ def hang_up(conn: db.Connection) -> None:
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    answer = CloudFormationAnswer(event, context)
     left = context.get_remaining_time_in_millis() / 1000
     working: list[db.Connection] = []
 
-    def out_of_time() -> None:
-        logger.error("migrations still running near the deadline; answering FAILED")
-        answer.send("FAILED", "Migrations did not finish before the function's deadline.")
-        for conn in working:
-            hang_up(conn)  # the transaction never commits: nothing is half applied
-
-    timer = threading.Timer(max(0.0, left - ANSWER_MARGIN_SECONDS), out_of_time)
-    timer.daemon = True
-    timer.start()
-    try:
+    def migrate() -> dict[str, str]:
         applied: list[str] = []
         if event["RequestType"] in ("Create", "Update"):
             applied = migrations.apply_patiently(
@@ -106,10 +59,17 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                 connected=working.append,
             )
             logger.info("migrations applied", extra={"applied": applied})
-        answer.send("SUCCESS", applied=applied)
-    except Exception as error:  # report it: CloudFormation waits for an answer otherwise
-        logger.exception("migration failed")
-        answer.send("FAILED", f"{type(error).__name__}: {error}")
-    finally:
-        timer.cancel()
-    return answer.sent or {}
+        return {"Applied": ",".join(applied)}
+
+    def stop() -> None:
+        for conn in working:
+            hang_up(conn)  # the transaction never commits: nothing is half applied
+
+    return answer(
+        event,
+        context,
+        migrate,
+        "dispatch-migrations",
+        on_deadline=stop,
+        margin=ANSWER_MARGIN_SECONDS,
+    )

@@ -235,6 +235,17 @@ def url(_: argparse.Namespace) -> None:
     print(running)
 
 
+def preflight(args: argparse.Namespace) -> None:
+    """Before `sam deploy`: what the account must have that the template cannot check."""
+    from dispatch_local.preflight import run
+
+    findings = run(args.vpc_id, args.engine_version)
+    for finding in findings:
+        print(finding)
+    if not all(f.ok for f in findings):
+        sys.exit("preflight: fix the FAIL lines above, then deploy")
+
+
 def simulate(args: argparse.Namespace) -> None:
     from sim.cli import simulate as run_simulation
 
@@ -334,6 +345,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=0, help="stop after this long (default: never)")
     p.add_argument("--ttl", type=int, default=3600, help="seconds until the token expires")
     p.add_argument("--url", help="the stack's address (default: the running make dev's)")
+
+    p = command(
+        "preflight",
+        "check the AWS account before a deploy: the VPC's DNS, API Gateway's role, the engine",
+        preflight,
+    )
+    p.add_argument("--vpc-id", help="the VpcId you deploy with (omit with ExistingDatabaseUrl)")
+    p.add_argument(
+        "--engine-version",
+        help="the DatabaseEngineVersion you deploy with (default: the template's default)",
+    )
 
     p = command("simulate", "run a simulated city against the real dispatch (see sim/)", simulate)
     simulate_arguments(p)

@@ -10,7 +10,9 @@ call AWS. Under SnapStart the snapshot carries it already (dispatch.snapshots).
 from functools import cache
 from typing import Any, Literal
 
-Service = Literal["sqs", "events", "s3", "secretsmanager"]
+Service = Literal[
+    "sqs", "events", "s3", "secretsmanager", "apigateway", "iam", "lambda", "ec2", "rds"
+]  # the last five: the deploy-time custom resources and `dispatch preflight`
 
 
 @cache

@@ -201,7 +201,7 @@ UNNAMED = {  # CloudFormation names these itself, or their names are scoped to t
     "AWS::RDS::DBProxyTargetGroup", "AWS::SecretsManager::Secret", "AWS::SQS::Queue",
     "AWS::SNS::Topic", "AWS::SNS::Subscription", "AWS::CloudWatch::Alarm", "AWS::S3::Bucket",
     "AWS::S3::BucketPolicy", "AWS::KMS::Key", "AWS::CloudFormation::WaitConditionHandle",
-    "Custom::Migrations",
+    "Custom::Migrations", "Custom::ApiGatewayAccount", "Custom::VersionPruning",
     # push (issue 23): the WebSocket API's parts, the bus rule, the push queue's policy
     "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route",
     "AWS::Events::Rule", "AWS::SQS::QueuePolicy",
@@ -307,8 +307,9 @@ def test_migrations_wait_for_what_they_reach_and_answer_in_bounded_time() -> Non
 def test_no_function_runs_before_its_schema() -> None:
     """Every function that reaches the database is created or updated after the migrations
     (its alias and version follow it); only the migrator, the console, which serves
-    files, the push authorizer, which checks a signature, and the push poster, which calls
-    the management API outside the VPC, are not."""
+    files, the push authorizer, which checks a signature, the push poster, which calls
+    the management API outside the VPC, and the two deploy-time custom resources (the
+    account's API Gateway role, old versions), which call AWS APIs only, are not."""
     template = generated()
     for logical_id, function in functions(template).items():
         if logical_id in (
@@ -316,6 +317,8 @@ def test_no_function_runs_before_its_schema() -> None:
             "ConsoleFunction",
             "PushAuthorizerFunction",
             "PushPosterFunction",
+            "ApiGatewayAccountFunction",  # deploy-time custom resources, no database
+            "PruneVersionsFunction",
         ):
             continue
         assert function.get("DependsOn") == "Migrations", logical_id
@@ -639,3 +642,68 @@ def test_the_template_transforms_for_each_stage_and_database(stage: str) -> None
     for given in (NETWORK, EXISTING_DATABASE, {**NETWORK, "CreateVpcEndpoints": "false"}):
         template = transformed(**given, Stage=stage)
         assert functions(template) and Deploy(source(), **given, Stage=stage).refusals() == []
+
+
+# -- issue 34, point 1: a fresh account's first deploy ------------------------------------------
+
+
+def test_the_websocket_stage_waits_for_the_accounts_cloudwatch_role() -> None:
+    """A stage that logs access fails on an account with no API Gateway CloudWatch role (a new
+    account's case): the stage is made after the custom resource that sets one where none is."""
+    resources = generated()["Resources"]
+    (stage_id,) = (
+        k
+        for k, r in of_type(generated(), "AWS::ApiGatewayV2::Stage").items()
+        if r["Properties"]["ApiId"] == {"Ref": "PushApi"}
+    )
+    assert "AccessLogSettings" in resources[stage_id]["Properties"]
+    assert resources[stage_id]["DependsOn"] == "ApiGatewayAccount"
+    account = resources["ApiGatewayAccount"]
+    assert account["Type"] == "Custom::ApiGatewayAccount"
+    assert account["Properties"]["RoleArn"] == {"Fn::GetAtt": ["ApiGatewayCloudWatchRole", "Arn"]}
+    function = resources["ApiGatewayAccountFunction"]["Properties"]
+    assert (
+        function["Timeout"] < account["Properties"]["ServiceTimeout"] <= function["Timeout"] + 120
+    )
+    role = resources["ApiGatewayCloudWatchRole"]
+    assert role["DeletionPolicy"] == "Retain"  # API Gateway cannot unset a role it names
+    assert role["Properties"]["Path"] == "/dispatch-apigateway/"
+    (policy,) = role["Properties"]["ManagedPolicyArns"]
+    assert policy["Fn::Sub"].endswith("policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs")
+
+
+def test_the_engine_version_is_a_parameter_aws_publishes() -> None:
+    """The default is an Aurora PostgreSQL version AWS's release notes
+    list (docs/deploy.md cites them), and a deploy may choose another."""
+    parameter = source()["Parameters"]["DatabaseEngineVersion"]
+    assert parameter["Default"] == "17.7"
+    assert re.fullmatch(parameter["AllowedPattern"], "16.10")
+    assert not re.fullmatch(parameter["AllowedPattern"], "17")
+    cluster = source()["Resources"]["DatabaseCluster"]["Properties"]
+    assert cluster["EngineVersion"] == {"Ref": "DatabaseEngineVersion"}
+    deploy = (REPO_ROOT / "docs" / "deploy.md").read_text()
+    assert "17.7" in deploy and "AuroraPostgreSQLReleaseNotes" in deploy
+
+
+# -- issue 34, point 10: old versions ------------------------------------------------------------
+
+
+def test_every_published_version_is_pruned_and_only_versions_may_be_deleted() -> None:
+    """VersionPruning names every aliased function's current version: a deploy that publishes
+    one changes its properties, so it runs again; the pruner may delete versions (qualified
+    ARNs) of those functions and nothing else."""
+    template = generated()
+    pruning = template["Resources"]["VersionPruning"]["Properties"]
+    named = {ref["Ref"] for ref in pruning["Versions"]}
+    assert named == set(versions(template).values())
+    assert int(pruning["RollbackVersions"]) >= 1
+    after = transformed(layer="s3://artifacts/layer-2", **NETWORK)
+    assert {
+        r["Ref"] for r in after["Resources"]["VersionPruning"]["Properties"]["Versions"]
+    } != named
+    role = template["Resources"]["PruneVersionsFunctionRole"]["Properties"]
+    (statements,) = [p["PolicyDocument"]["Statement"] for p in role["Policies"]]
+    deleting = [s for s in statements if "lambda:DeleteFunction" in str(s["Action"])]
+    assert len(deleting) == 1
+    resources = deleting[0]["Resource"]
+    assert {r["Fn::Sub"] for r in resources} == {f"${{{f}.Arn}}:*" for f in aliased(template)}
