@@ -14,6 +14,8 @@ deletes the versions no alias points to but the newest few (docs/deploy.md, "Old
 import time
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from dispatch.observability import logger
 
 # Every stack's role for API Gateway's logs lives under this IAM path, so that a stack being
@@ -124,8 +126,13 @@ def prune_versions(lambda_: Any, function: str, rollback: int, keep: set[str]) -
     deleted = []
     for number, arn in spare[rollback:]:
         # By the version's own ARN: the role may delete versions (function:<name>:*) and
-        # never the function itself.
-        lambda_.delete_function(FunctionName=arn)
+        # never the function itself. A version that cannot go is left for the next deploy:
+        # tidying must never roll a deploy back.
+        try:
+            lambda_.delete_function(FunctionName=arn)
+        except ClientError as error:
+            logger.warning("version not pruned", extra={"version": arn, "error": str(error)})
+            continue
         deleted.append(str(number))
     logger.info(
         "versions pruned",
@@ -141,7 +148,10 @@ def prune_all(lambda_: Any, versions: list[str], previous: list[str], rollback: 
     keep: dict[str, set[str]] = {}
     for arn in [*versions, *previous]:
         keep.setdefault(function_of(arn), set()).add(arn.rsplit(":", 1)[1])
-    return sum(
-        len(prune_versions(lambda_, function, rollback, keep[function]))
-        for function in sorted({function_of(arn) for arn in versions})
-    )
+    deleted = 0
+    for function in sorted({function_of(arn) for arn in versions}):
+        try:
+            deleted += len(prune_versions(lambda_, function, rollback, keep[function]))
+        except ClientError as error:  # no right to list it, throttled: next deploy's work
+            logger.warning("function not pruned", extra={"function": function, "error": str(error)})
+    return deleted

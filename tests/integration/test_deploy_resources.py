@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
-from dispatch import aws
+from dispatch import aws, deployment
 from dispatch.deployment import ROLE_PATH
 from dispatch_local import REPO_ROOT, cli
 from dispatch_local.events import LambdaContext
@@ -236,6 +237,31 @@ def test_pruning_a_failure_is_answered_failed(account: str, cloudformation: Answ
     url, answers = cloudformation
     run(PRUNE_FUNCTION, event("Update", url, "VersionPruning", {"RollbackVersions": "1"}))
     assert answers[-1]["Status"] == "FAILED" and "Versions" in answers[-1]["Reason"]
+
+
+class RefusingDeletes:
+    """Lambda's API as moto serves it, but a version whose delete IAM refuses."""
+
+    def __init__(self, client: Any, refused: str) -> None:
+        self.client, self.refused = client, refused
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def delete_function(self, FunctionName: str) -> Any:
+        if FunctionName == self.refused:
+            error = {"Error": {"Code": "AccessDeniedException", "Message": "not allowed"}}
+            raise ClientError(error, "DeleteFunction")  # type: ignore[arg-type]
+        return self.client.delete_function(FunctionName=FunctionName)
+
+
+def test_a_version_that_cannot_go_is_left_and_the_deploy_goes_on(account: str) -> None:
+    accept = deploy_versions("accept", 4)
+    lambda_ = aws.client("lambda")
+    lambda_.create_alias(FunctionName="accept", Name="live", FunctionVersion="4")
+    refusing = RefusingDeletes(lambda_, f"{accept}:1")
+    deleted = deployment.prune_all(refusing, [f"{accept}:4"], [f"{accept}:3"], rollback=0)
+    assert (deleted, versions_of("accept")) == (1, ["1", "3", "4"])
 
 
 # -- point 1: dispatch preflight ---------------------------------------------------------------
