@@ -702,6 +702,20 @@ $$;
 
 
 --
+-- Name: events_deleted_only_when_published(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.events_deleted_only_when_published() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'event % is not published yet: it stays in the outbox', OLD.id
+        USING ERRCODE = 'check_violation', CONSTRAINT = TG_ARGV[0];
+END
+$$;
+
+
+--
 -- Name: job_applications_not_from_blocked(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -809,6 +823,20 @@ BEGIN
       USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_choice_goes_to_an_applicant';
   END IF;
   RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: jobs_deleted_only_when_finished(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_deleted_only_when_finished() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'job % is %: only a finished job leaves', OLD.id, OLD.status
+        USING ERRCODE = 'check_violation', CONSTRAINT = 'jobs_deleted_only_when_finished';
 END
 $$;
 
@@ -1259,6 +1287,20 @@ CREATE INDEX job_offers_of_worker ON public.job_offers USING btree (worker_id, c
 
 
 --
+-- Name: jobs_by_after_photo; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_by_after_photo ON public.jobs USING btree (after_photo_id) WHERE (after_photo_id IS NOT NULL);
+
+
+--
+-- Name: jobs_by_before_photo; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_by_before_photo ON public.jobs USING btree (before_photo_id) WHERE (before_photo_id IS NOT NULL);
+
+
+--
 -- Name: jobs_choice_due; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1378,6 +1420,13 @@ CREATE TRIGGER job_applications_only_while_choosing BEFORE INSERT OR UPDATE OF w
 
 
 --
+-- Name: job_events job_events_deleted_only_when_published; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER job_events_deleted_only_when_published BEFORE DELETE ON public.job_events FOR EACH ROW WHEN ((old.published_at IS NULL)) EXECUTE FUNCTION public.events_deleted_only_when_published('job_events_deleted_only_when_published');
+
+
+--
 -- Name: job_offers job_offers_only_while_open; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1396,6 +1445,13 @@ CREATE TRIGGER jobs_back_to_choice BEFORE UPDATE OF status ON public.jobs FOR EA
 --
 
 CREATE TRIGGER jobs_choice_goes_to_an_applicant BEFORE UPDATE OF status, assignee_id ON public.jobs FOR EACH ROW WHEN (((new.assignment = 'business_choice'::text) AND (new.status = 'assigned'::text) AND (new.assignee_id IS DISTINCT FROM old.assignee_id))) EXECUTE FUNCTION public.jobs_choice_goes_to_an_applicant();
+
+
+--
+-- Name: jobs jobs_deleted_only_when_finished; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_deleted_only_when_finished BEFORE DELETE ON public.jobs FOR EACH ROW WHEN ((old.status <> ALL (ARRAY['completed'::text, 'cancelled'::text, 'expired'::text]))) EXECUTE FUNCTION public.jobs_deleted_only_when_finished();
 
 
 --
@@ -1438,6 +1494,13 @@ CREATE TRIGGER jobs_photo_slots_frozen BEFORE UPDATE ON public.jobs FOR EACH ROW
 --
 
 CREATE TRIGGER jobs_rated_once BEFORE UPDATE OF rating ON public.jobs FOR EACH ROW WHEN (((old.rating IS NOT NULL) AND (new.rating IS DISTINCT FROM old.rating))) EXECUTE FUNCTION public.jobs_rated_once();
+
+
+--
+-- Name: offer_events offer_events_deleted_only_when_published; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER offer_events_deleted_only_when_published BEFORE DELETE ON public.offer_events FOR EACH ROW WHEN ((old.published_at IS NULL)) EXECUTE FUNCTION public.events_deleted_only_when_published('offer_events_deleted_only_when_published');
 
 
 --
@@ -1509,6 +1572,7 @@ ALTER TABLE ONLY public.offer_waves
 --
 
 GRANT USAGE ON SCHEMA public TO dispatch_app;
+GRANT USAGE ON SCHEMA public TO dispatch_archivist;
 
 
 --
@@ -1516,6 +1580,7 @@ GRANT USAGE ON SCHEMA public TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.job_applications TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.job_applications TO dispatch_archivist;
 
 
 --
@@ -1544,6 +1609,7 @@ GRANT UPDATE(withdrawn_at) ON TABLE public.job_applications TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.job_events TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.job_events TO dispatch_archivist;
 
 
 --
@@ -1572,6 +1638,7 @@ GRANT UPDATE(relayed_at) ON TABLE public.job_events TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.offer_events TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.offer_events TO dispatch_archivist;
 
 
 --
@@ -1586,6 +1653,7 @@ GRANT UPDATE(published_at) ON TABLE public.offer_events TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.jobs TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.jobs TO dispatch_archivist;
 
 
 --
@@ -1677,6 +1745,7 @@ GRANT UPDATE(body) ON TABLE public.idempotency_keys TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.job_declines TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.job_declines TO dispatch_archivist;
 
 
 --
@@ -1684,6 +1753,7 @@ GRANT SELECT,INSERT ON TABLE public.job_declines TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.job_offers TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.job_offers TO dispatch_archivist;
 
 
 --
@@ -1698,6 +1768,7 @@ GRANT SELECT,INSERT,UPDATE ON TABLE public.offer_market TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.offer_waves TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.offer_waves TO dispatch_archivist;
 
 
 --
@@ -1705,6 +1776,7 @@ GRANT SELECT,INSERT ON TABLE public.offer_waves TO dispatch_app;
 --
 
 GRANT SELECT,INSERT ON TABLE public.photos TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.photos TO dispatch_archivist;
 
 
 --

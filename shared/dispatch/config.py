@@ -74,6 +74,21 @@ class Settings(BaseSettings):
     # secret RDS Proxy signs in with), given directly on a local machine. Neither: unchanged.
     database_app_password: SecretStr | None = Field(None, validation_alias="DATABASE_APP_PASSWORD")
     database_app_secret_arn: str | None = Field(None, validation_alias="DATABASE_APP_SECRET_ARN")
+    # The archivist's (dispatch_archivist: the retention duty's role), likewise.
+    database_archivist_password: SecretStr | None = Field(
+        None, validation_alias="DATABASE_ARCHIVIST_PASSWORD"
+    )
+    database_archivist_secret_arn: str | None = Field(
+        None, validation_alias="DATABASE_ARCHIVIST_SECRET_ARN"
+    )
+    # The retention duty (dispatch.retention, docs/retention.md): a finished job leaves the hot
+    # tables this many days after its last change, in batches of this many jobs, each batch
+    # exported to the archive bucket before it is deleted.
+    retention_hot_days: int = Field(30, gt=0, validation_alias="DISPATCH_RETENTION_HOT_DAYS")
+    retention_batch_size: int = Field(
+        500, gt=0, le=5000, validation_alias="DISPATCH_RETENTION_BATCH_SIZE"
+    )
+    archive_bucket: str | None = Field(None, validation_alias="ARCHIVE_BUCKET")
     max_body_bytes: int = Field(16_384, gt=0, validation_alias="DISPATCH_MAX_BODY_BYTES")
     idempotency_ttl_hours: int = Field(24, gt=0, validation_alias="DISPATCH_IDEMPOTENCY_TTL_HOURS")
     # Expired leases reopened per sweeper transaction (see bench/sweeper.py for the choice).

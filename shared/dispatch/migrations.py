@@ -95,6 +95,14 @@ def apply(
                 lock_timeout_ms=s.lock_timeout_ms,
                 password=roles.app_password(),
             )
+        if roles.exists(conn, roles.ARCHIVIST_ROLE):  # made by migration 0045
+            roles.configure(
+                conn,
+                statement_timeout_ms=s.statement_timeout_ms,
+                lock_timeout_ms=s.lock_timeout_ms,
+                password=roles.archivist_password(),
+                role=roles.ARCHIVIST_ROLE,
+            )
     return applied_now
 
 

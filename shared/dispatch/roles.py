@@ -1,4 +1,6 @@
-"""The application role (dispatch_app): what every function but the migrator signs in as.
+"""The database roles the functions sign in as: the application role (dispatch_app), what
+every function but the migrator and the retention duty signs in as, and the archivist
+(dispatch_archivist, migration 0045), what the retention duty signs in as.
 
 Migration 0015 makes it and grants it only what the application uses. Its statement and lock
 timeouts are the role's own settings in this database, written here by the migrator (the
@@ -11,18 +13,17 @@ made: directly, through RDS Proxy, or through PgBouncer in transaction pooling.
 import json
 
 from psycopg import sql
+from pydantic import SecretStr
 
 from dispatch.config import settings
 from dispatch.db import Connection
 
 APP_ROLE = "dispatch_app"
+ARCHIVIST_ROLE = "dispatch_archivist"
 
 
-def exists(conn: Connection) -> bool:
-    return (
-        conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,)).fetchone()
-        is not None
-    )
+def exists(conn: Connection, role: str = APP_ROLE) -> bool:
+    return conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is not None
 
 
 def configure(
@@ -31,6 +32,7 @@ def configure(
     statement_timeout_ms: int,
     lock_timeout_ms: int,
     password: str | None = None,
+    role: str = APP_ROLE,
 ) -> None:
     """Write the role's timeouts in this database and, when given, its password (hashed here,
     so the plain password is never sent to the server or seen in its logs)."""
@@ -41,17 +43,17 @@ def configure(
     ):
         conn.execute(
             sql.SQL("ALTER ROLE {} IN DATABASE {} SET {} = {}").format(
-                sql.Identifier(APP_ROLE),
+                sql.Identifier(role),
                 sql.Identifier(database),
                 sql.Identifier(name),
                 sql.Literal(f"{int(milliseconds)}ms"),
             )
         )
     if password is not None:
-        hashed = conn.pgconn.encrypt_password(password.encode(), APP_ROLE.encode())
+        hashed = conn.pgconn.encrypt_password(password.encode(), role.encode())
         conn.execute(
             sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                sql.Identifier(APP_ROLE), sql.Literal(hashed.decode())
+                sql.Identifier(role), sql.Literal(hashed.decode())
             )
         )
 
@@ -60,15 +62,25 @@ def app_password() -> str | None:
     """The password the migrator gives the role: the secret RDS Proxy signs in with (AWS), or
     DATABASE_APP_PASSWORD (a local server that asks for passwords); None leaves it as it is."""
     s = settings()
-    if s.database_app_secret_arn:
+    return _password(s.database_app_secret_arn, s.database_app_password)
+
+
+def archivist_password() -> str | None:
+    """The archivist's, likewise: DATABASE_ARCHIVIST_SECRET_ARN or DATABASE_ARCHIVIST_PASSWORD."""
+    s = settings()
+    return _password(s.database_archivist_secret_arn, s.database_archivist_password)
+
+
+def _password(secret_arn: str | None, plain: SecretStr | None) -> str | None:
+    if secret_arn:
         from dispatch import aws
 
-        secret = aws.client("secretsmanager").get_secret_value(SecretId=s.database_app_secret_arn)
+        secret = aws.client("secretsmanager").get_secret_value(SecretId=secret_arn)
         return str(json.loads(secret["SecretString"])["password"])
-    return s.database_app_password.get_secret_value() if s.database_app_password else None
+    return plain.get_secret_value() if plain else None
 
 
-def timeouts_of(conn: Connection) -> dict[str, str]:
+def timeouts_of(conn: Connection, role: str = APP_ROLE) -> dict[str, str]:
     """The role's settings in this database, as Postgres keeps them (for tests and ops)."""
     row = conn.execute(
         """SELECT coalesce(s.setconfig, '{}') AS settings
@@ -78,7 +90,7 @@ def timeouts_of(conn: Connection) -> dict[str, str]:
                    AND s.setdatabase = (SELECT oid FROM pg_database
                                          WHERE datname = current_database())
             WHERE r.rolname = %s""",
-        (APP_ROLE,),
+        (role,),
     ).fetchone()
     found = row["settings"] if row else []
     return dict(item.split("=", 1) for item in found)
