@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,7 +115,36 @@ def _environment_started(readable_logs: bool = False) -> None:
 def invoke(function: Function, event: dict[str, Any], timeout_seconds: int = 29) -> Any:
     """Runs inside an execution environment (a pool process)."""
     context = LambdaContext(function_name=function.function, timeout_seconds=timeout_seconds)
-    return handler_of(function)(event, context)
+    with _signed_in_as_its_role(function):
+        return handler_of(function)(event, context)
+
+
+@contextlib.contextmanager
+def _signed_in_as_its_role(function: Function) -> Iterator[None]:
+    """The retention duty signs in as the archivist, as its own DATABASE_URL in the template
+    says. The environments here serve every function, so it gets that URL for its run only."""
+    import os
+
+    from dispatch_local.invoke import signs_in_as_archivist
+    from dispatch_local.services import archivist_url
+
+    owner = os.environ.get("DATABASE_OWNER_URL")
+    if owner is None or not signs_in_as_archivist(function):
+        yield
+        return
+    from dispatch import db
+    from dispatch.config import settings
+
+    before = os.environ["DATABASE_URL"]
+    db.close()
+    os.environ["DATABASE_URL"] = archivist_url(owner)
+    settings.cache_clear()
+    try:
+        yield
+    finally:
+        db.close()
+        os.environ["DATABASE_URL"] = before
+        settings.cache_clear()
 
 
 def scheduled_event(schedule: Schedule) -> dict[str, Any]:

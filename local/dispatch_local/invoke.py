@@ -147,12 +147,15 @@ def template_environment(function: Function) -> dict[str, str]:
 
 def environment_for(function: Function, service_values: dict[str, str]) -> dict[str, str]:
     """Template values, then the local services, then whatever the caller set explicitly.
-    A function whose own environment names its DATABASE_URL (the migrator) signs in as the
-    owner; every other one as the application role, as the services' DATABASE_URL does."""
+    A function whose own environment names its DATABASE_URL signs in as the role that URL
+    names in the template (the archivist: the retention duty), else as the owner (the
+    migrator); every other one as the application role, as the services' DATABASE_URL does."""
     environment = {**template_environment(function), **service_values}
     environment["DATABASE_IAM_AUTH"] = "false"  # local services take no IAM tokens
     if signs_in_as_owner(function) and "DATABASE_OWNER_URL" in service_values:
         environment["DATABASE_URL"] = service_values["DATABASE_OWNER_URL"]
+    if signs_in_as_archivist(function) and "DATABASE_OWNER_URL" in service_values:
+        environment["DATABASE_URL"] = services.archivist_url(service_values["DATABASE_OWNER_URL"])
     for name in list(environment):
         if name in os.environ and name not in service_values:
             environment[name] = os.environ[name]
@@ -164,9 +167,20 @@ def environment_for(function: Function, service_values: dict[str, str]) -> dict[
     return environment
 
 
-def signs_in_as_owner(function: Function) -> bool:
+def _own_database_url(function: Function) -> object:
     own = load_template()["Resources"][function.function]["Properties"].get("Environment") or {}
-    return "DATABASE_URL" in (own.get("Variables") or {})
+    return (own.get("Variables") or {}).get("DATABASE_URL")
+
+
+def signs_in_as_owner(function: Function) -> bool:
+    url = _own_database_url(function)
+    return url is not None and not signs_in_as_archivist(function)
+
+
+def signs_in_as_archivist(function: Function) -> bool:
+    from dispatch.roles import ARCHIVIST_ROLE
+
+    return f"//{ARCHIVIST_ROLE}@" in json.dumps(_own_database_url(function))
 
 
 def local_service_values() -> dict[str, str]:

@@ -19,6 +19,7 @@ SERVICE_VARIABLES = (
     "AWS_SECRET_ACCESS_KEY",
     "AWS_DEFAULT_REGION",
     "PHOTO_BUCKET",
+    "ARCHIVE_BUCKET",
     "EVENT_BUS_NAME",
     "OUTBOX_QUEUE_URL",
     "OFFER_QUEUE_URL",
@@ -48,6 +49,9 @@ def start() -> dict[str, str]:
     from dispatch.config import settings
 
     embedded.ensure_bucket(settings().photo_bucket)
+    # The retention duty's archive (ArchiveBucket in AWS).
+    os.environ.setdefault("ARCHIVE_BUCKET", "dispatch-archive")
+    embedded.ensure_bucket(os.environ["ARCHIVE_BUCKET"])
     os.environ.setdefault("EVENT_BUS_NAME", settings().event_bus_name)
     if not os.environ.get("OUTBOX_QUEUE_URL"):
         os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"])
@@ -72,14 +76,26 @@ def owner_url() -> str | None:
 def app_url(owner_url: str) -> str:
     """The owner's server and database, signed in as the application role (with
     DATABASE_APP_PASSWORD when the server asks for passwords; the migrator set it)."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
     from dispatch.roles import APP_ROLE
 
+    return _role_url(owner_url, APP_ROLE, "DATABASE_APP_PASSWORD")
+
+
+def archivist_url(owner_url: str) -> str:
+    """The same, signed in as the archivist (the retention duty's role; with
+    DATABASE_ARCHIVIST_PASSWORD when the server asks for passwords)."""
+    from dispatch.roles import ARCHIVIST_ROLE
+
+    return _role_url(owner_url, ARCHIVIST_ROLE, "DATABASE_ARCHIVIST_PASSWORD")
+
+
+def _role_url(owner_url: str, role: str, password_variable: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
     params = {k: v for k, v in conninfo_to_dict(owner_url).items() if k != "password"}
-    if password := os.environ.get("DATABASE_APP_PASSWORD"):
+    if password := os.environ.get(password_variable):
         params["password"] = password
-    return make_conninfo(**{**params, "user": APP_ROLE})
+    return make_conninfo(**{**params, "user": role})
 
 
 def migrate(url: str) -> list[str]:

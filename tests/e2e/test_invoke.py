@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from dispatch_local import REPO_ROOT, tokens
-from dispatch_local.invoke import functions, signs_in_as_owner, template_environment
+from dispatch_local.invoke import (
+    functions,
+    signs_in_as_archivist,
+    signs_in_as_owner,
+    template_environment,
+)
+from dispatch_local.services import archivist_url
 from tests.e2e.client import Client
 from tests.support import job_body
 
@@ -163,12 +169,17 @@ def test_env_json_points_every_function_at_the_running_stack(stack: str, stack_h
     assert set(found) == set(FUNCTIONS)
     for logical_id, environment in found.items():
         assert set(template_environment(FUNCTIONS[logical_id])) <= set(environment)
-        # The migrator signs in as the owner; every other function as the application role.
-        owner = signs_in_as_owner(FUNCTIONS[logical_id])
-        assert (
-            environment["DATABASE_URL"]
-            == running["DATABASE_OWNER_URL" if owner else "DATABASE_URL"]
+        # The migrator signs in as the owner, the retention duty as the archivist; every other
+        # function as the application role.
+        function = FUNCTIONS[logical_id]
+        expected = (
+            running["DATABASE_OWNER_URL"]
+            if signs_in_as_owner(function)
+            else archivist_url(running["DATABASE_OWNER_URL"])
+            if signs_in_as_archivist(function)
+            else running["DATABASE_URL"]
         )
+        assert environment["DATABASE_URL"] == expected, logical_id
         assert environment["AWS_ENDPOINT_URL"] == running["AWS_ENDPOINT_URL"]
     aliased = json.loads(answer_of_text(dispatch(stack_home, "env-json", "--host-alias", "hd")))
     assert "127.0.0.1" not in json.dumps(aliased) and "//hd:" in json.dumps(aliased)

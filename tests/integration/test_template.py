@@ -116,6 +116,7 @@ def test_the_sweeper_runs_every_minute() -> None:
 
     assert [(s.function, s.every_seconds) for s in schedules()] == [
         ("LeaseSweeperFunction", 60),
+        ("RetentionFunction", 3600),  # old history to the archive (docs/retention.md)
         ("OutboxRelayFunction", 60),
         ("PushSenderFunction", 60),  # closes the connections whose token expired
     ]

@@ -524,8 +524,11 @@ def s3_grants(template: dict[str, Any]) -> dict[str, list[tuple[str, Any]]]:
 
 
 def test_only_the_photo_function_touches_s3_and_only_photos() -> None:
+    """And the retention duty, which only writes the archive (never reads or deletes it)."""
     grants = s3_grants(generated())
-    assert set(grants) == {"TransitionFunctionRole"}, grants
+    assert set(grants) == {"TransitionFunctionRole", "RetentionFunctionRole"}, grants
+    archive = {"Fn::Sub": "${ArchiveBucket.Arn}/history/*"}
+    assert grants["RetentionFunctionRole"] == [("s3:PutObject", archive)]
     actions = dict(grants["TransitionFunctionRole"])
     assert set(actions) == {"s3:PutObject", "s3:GetObject", "s3:ListBucket"}, actions
     photos = {"Fn::Sub": "${PhotoBucket.Arn}/photos/*"}

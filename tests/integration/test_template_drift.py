@@ -71,12 +71,13 @@ def environment_of(logical_id: str) -> set[str]:
 
 
 # Settings one function alone reads, and sets for itself: the migrator signs in as the owner
-# and writes the application role's timeouts and password (dispatch.roles).
+# and writes the application role's and the archivist's timeouts and passwords (dispatch.roles).
 OWN_SETTINGS = {
     "MigrateFunction": {
         "DISPATCH_STATEMENT_TIMEOUT_MS",
         "DISPATCH_LOCK_TIMEOUT_MS",
         "DATABASE_APP_SECRET_ARN",
+        "DATABASE_ARCHIVIST_SECRET_ARN",
         "DISPATCH_MIGRATION_LOCK_TIMEOUT_MS",
         "DISPATCH_MIGRATION_ATTEMPTS",
         "DISPATCH_MIGRATION_STATEMENT_TIMEOUT_MS",
@@ -86,12 +87,19 @@ OWN_SETTINGS = {
     "PushAuthorizerFunction": {"JWT_ISSUER", "JWT_AUDIENCE"},
     "PushSenderFunction": {"PUSH_DELIVERY_QUEUE_URL"},
     "PushPosterFunction": {"PUSH_ENDPOINT", "PUSH_GONE_QUEUE_URL"},
+    # The retention duty: where it archives, and how old and how many at a time; the migrator
+    # writes the archivist's password as it does the application role's.
+    "RetentionFunction": {
+        "ARCHIVE_BUCKET",
+        "DISPATCH_RETENTION_HOT_DAYS",
+        "DISPATCH_RETENTION_BATCH_SIZE",
+    },
 }
-# Read by local runs only, never deployed: a local server's password for the role (in AWS the
+# Read by local runs only, never deployed: a local server's password for a role (in AWS the
 # password is a secret that only RDS Proxy and the migrator read).
 # The local stack's token signing secret: its push authorizer verifies with it (in AWS, the
 # issuer's published keys).
-LOCAL_ONLY = {"DATABASE_APP_PASSWORD", "DISPATCH_JWT_SECRET"}
+LOCAL_ONLY = {"DATABASE_APP_PASSWORD", "DATABASE_ARCHIVIST_PASSWORD", "DISPATCH_JWT_SECRET"}
 
 
 def test_every_setting_the_code_reads_is_set_for_every_function() -> None:
@@ -160,21 +168,29 @@ def connects_as(policy: str) -> dict[str, object]:
 def test_every_function_may_connect_as_its_own_database_user_only() -> None:
     """With the database created here, functions sign in with IAM tokens (db.iam_token):
     rds-db:connect for dispatch_app to every function that reaches the database, for the
-    owner (dispatch_admin) to the migrator alone, and the URLs they are given agree."""
+    owner (dispatch_admin) to the migrator alone, for the archivist (dispatch_archivist) to
+    the retention duty alone, and the URLs they are given agree."""
     template = load_template()
-    app, owner = connects_as("DatabaseConnectPolicy"), connects_as("OwnerDatabaseConnectPolicy")
+    policy_of = {
+        "DatabaseConnectPolicy": "dispatch_app",
+        "OwnerDatabaseConnectPolicy": "dispatch_admin",
+        "ArchivistDatabaseConnectPolicy": "dispatch_archivist",
+    }
+    own = {"MigrateFunction": "OwnerDatabaseConnectPolicy",
+           "RetentionFunction": "ArchivistDatabaseConnectPolicy"}  # fmt: skip
     for logical_id, res in template["Resources"].items():
         if res["Type"] != "AWS::Serverless::Function" or logical_id in NO_DATABASE:
             continue
         policies = res["Properties"].get("Policies", [])
-        mine, other = (owner, app) if logical_id == "MigrateFunction" else (app, owner)
-        assert mine in policies and other not in policies, logical_id
+        mine = own.get(logical_id, "DatabaseConnectPolicy")
+        assert connects_as(mine) in policies, logical_id
+        assert not [p for p in policy_of if p != mine and connects_as(p) in policies], logical_id
     resources = template["Resources"]
-    for policy, user in (("DatabaseConnectPolicy", "dispatch_app"),
-                         ("OwnerDatabaseConnectPolicy", "dispatch_admin")):  # fmt: skip
+    for policy, user in policy_of.items():
         (statement,) = resources[policy]["Properties"]["PolicyDocument"]["Statement"]
         assert statement["Resource"]["Sub"][0].endswith(f"/{user}"), policy
     url = template["Globals"]["Function"]["Environment"]["Variables"]["DATABASE_URL"]
     assert "//dispatch_app@" in url["If"][1]["Sub"]
-    migrator = resources["MigrateFunction"]["Properties"]["Environment"]["Variables"]
-    assert "//dispatch_admin@" in migrator["DATABASE_URL"]["If"][1]["Sub"]
+    for function, policy in own.items():
+        variables = resources[function]["Properties"]["Environment"]["Variables"]
+        assert f"//{policy_of[policy]}@" in variables["DATABASE_URL"]["If"][1]["Sub"], function
