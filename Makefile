@@ -6,7 +6,7 @@ PORT ?= 3000
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers evaluate-policy template-lint checkov package clean
+.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-retention evaluate-policy template-lint checkov package clean
 
 # Everything (the dev extra: tests, linters, sam, the browser driver): make test and the rest.
 $(STAMP): pyproject.toml constraints.txt
@@ -104,6 +104,10 @@ endif
 package: $(STAMP)
 	test -x "$(PYTHON312)" || (echo "sam build needs python3.12 on this machine" && exit 1)
 	PATH=$(dir $(PYTHON312)):$$PATH $(BIN)/sam build --template-file template.yaml
+
+## Retention: one run's batches of the retention duty on 20,000 old jobs; rows/s, archive bytes.
+bench-retention: $(STAMP)
+	$(BIN)/python -m bench.retention
 
 ## Accept benchmark: handler path vs its own SQL, SELECT FOR UPDATE, and a bare UPDATE.
 bench-accept: $(STAMP)

@@ -53,5 +53,6 @@ CREATE TRIGGER offer_events_deleted_only_when_published BEFORE DELETE ON offer_e
 -- A photo leaves with the job that holds it, unless another job holds it too (a worker may
 -- attach one photo to two jobs). Both that test and the foreign keys' own check on every
 -- deleted photo look jobs up by photo: without these, each would read the whole table.
-CREATE INDEX jobs_by_before_photo ON jobs (before_photo_id) WHERE before_photo_id IS NOT NULL;
-CREATE INDEX jobs_by_after_photo ON jobs (after_photo_id) WHERE after_photo_id IS NOT NULL;
+-- IF NOT EXISTS: on a large jobs table, build them first by hand CONCURRENTLY (operations.md).
+CREATE INDEX IF NOT EXISTS jobs_by_before_photo ON jobs (before_photo_id) WHERE before_photo_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_by_after_photo ON jobs (after_photo_id) WHERE after_photo_id IS NOT NULL;

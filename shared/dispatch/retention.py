@@ -42,7 +42,7 @@ SELECT j.id, j.updated_at
                     WHERE e.job_id = j.id AND e.published_at IS NULL)
    AND NOT EXISTS (SELECT 1 FROM offer_events e
                     WHERE e.job_id = j.id AND e.published_at IS NULL)
- ORDER BY j.updated_at, j.id
+ ORDER BY j.updated_at  -- the index's order alone: a tie-break would sort every tied job
  LIMIT %(batch_size)s
 """
 
