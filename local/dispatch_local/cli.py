@@ -68,10 +68,13 @@ def dev(args: argparse.Namespace) -> None:
     relay_every = int(os.environ.get("DISPATCH_RELAY_INTERVAL_SECONDS", "1"))
     # Push: connections whose token expired are closed within a second (AWS: a minute).
     expire_every = int(os.environ.get("DISPATCH_PUSH_EXPIRE_INTERVAL_SECONDS", "1"))
+    # The retention duty: hourly, as in AWS, unless asked to run sooner (to watch it work).
+    retain_every = int(os.environ.get("DISPATCH_RETENTION_INTERVAL_SECONDS", "3600"))
     periods = {
         "LeaseSweeperFunction": sweep_every,
         "OutboxRelayFunction": relay_every,
         "PushSenderFunction": expire_every,
+        "RetentionFunction": retain_every,
     }
     stack.run_schedules(lambda s: periods.get(s.function, s.every_seconds))
     stack.run_queue_consumers(
