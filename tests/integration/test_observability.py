@@ -89,7 +89,8 @@ def test_the_sweeper_reports_reopened_leases_and_the_relay_its_events_and_lag(
 ) -> None:
     from dispatch_local.template import handler_of, schedules
 
-    sweeper, relay, _push_expiry = schedules()
+    named = {s.function: s for s in schedules()}
+    sweeper, relay = named["LeaseSweeperFunction"], named["OutboxRelayFunction"]
     make_job(api)  # its event is relayed at once
     drain(queues["outbox"])  # and published: nothing lags
     capfd.readouterr()

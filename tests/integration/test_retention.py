@@ -230,18 +230,25 @@ def test_a_run_cut_between_the_export_and_the_delete_is_harmless(
 
 
 def test_the_local_stack_runs_the_duty_on_its_schedule_as_the_archivist(
-    api: Api, conn: db.Connection, archive: Any
+    api: Api, conn: db.Connection, archive: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """The template schedules it hourly; the local stack's scheduler invokes it as it does
-    every scheduled function (dispatch_local.gateway), signed in as the archivist."""
+    every scheduled function (dispatch_local.gateway), signed in as the archivist. Its
+    metrics: the rows archived, the jobs left for the next run."""
     (duty,) = (s for s in schedules() if s.function == "RetentionFunction")
     assert duty.every_seconds == 3600
     job = step(api, make_job(api), BUSINESS, "cancel")
     aged(conn, [job["id"]])
+    capfd.readouterr()
 
     done = invoke(duty, scheduled_event(duty), 60)
 
     assert done["jobs_archived"] == 1 and done["left"] == 0
+    records = [json.loads(line) for line in capfd.readouterr().out.splitlines()
+               if line.startswith("{")]  # fmt: skip
+    metrics = {name: r[name] for r in records if "_aws" in r
+               for name in ("HistoryRowsArchived", "HistoryJobsLeft") if name in r}  # fmt: skip
+    assert metrics == {"HistoryRowsArchived": [3.0], "HistoryJobsLeft": [0.0]}  # job, 2 events
     assert conn.execute("SELECT count(*) AS n FROM jobs").fetchone() == {"n": 0}
     # The handlers' own connection is the application role's again afterwards.
     assert db.connection().execute("SELECT current_user AS who").fetchone() == {
