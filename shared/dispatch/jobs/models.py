@@ -14,7 +14,7 @@ from uuid import UUID
 from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, model_validator
 
 from dispatch.events import Event
-from dispatch.models import Document, Resource, Strict
+from dispatch.models import ApiId, Document, Resource, Strict, WholeNumber
 
 
 class JobStatus(StrEnum):
@@ -150,7 +150,7 @@ class CreateJob(Strict):
     # business_choice only: the system assigns the best applicant when the deadline passes
     auto_pick: bool | None = Field(None, strict=True)
     # business_choice only: seconds the business has to choose, from when the job opens
-    choose_within_s: int | None = Field(None, ge=1, le=30 * 24 * 3600, strict=True)
+    choose_within_s: WholeNumber | None = Field(None, ge=1, le=30 * 24 * 3600, strict=True)
     # a wave 0 to the business's fresh, qualified favourites before the ordinary waves
     offer_first_to: Literal["favourites"] | None = None
 
@@ -170,16 +170,16 @@ class CreateJob(Strict):
 
 
 class RateJob(Strict):
-    stars: int = Field(ge=1, le=5, strict=True)
+    stars: WholeNumber = Field(ge=1, le=5, strict=True)
 
 
 class AcceptJob(Strict):
-    version: int | None = Field(None, ge=1, le=2**31 - 1, strict=True)
+    version: WholeNumber | None = Field(None, ge=1, le=2**31 - 1, strict=True)
 
 
 class TransitionRequest(Strict):
     event: TransitionEvent
-    version: int = Field(ge=1, le=2**31 - 1, strict=True)
+    version: WholeNumber = Field(ge=1, le=2**31 - 1, strict=True)
 
 
 class PhotoRequest(Strict):
@@ -187,7 +187,7 @@ class PhotoRequest(Strict):
 
 
 class AttachPhoto(Strict):
-    photo_id: UUID
+    photo_id: ApiId
 
 
 # -- output -----------------------------------------------------------------------------------
