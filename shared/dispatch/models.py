@@ -48,7 +48,10 @@ def _whole(value: Any) -> Any:
 
 
 # An integer field: a whole number in any JSON spelling (1, 1.0, 1e0); never a string or bool.
-WholeNumber = Annotated[int, BeforeValidator(_whole)]
+# An optional one puts its bounds before it, `Annotated[int, Field(ge=1), WHOLE] | None`: bounds
+# on the union would not reach the JSON Schema as minimum/maximum.
+WHOLE = BeforeValidator(_whole)
+WholeNumber = Annotated[int, WHOLE]
 
 
 def to_json(value: Any) -> str:

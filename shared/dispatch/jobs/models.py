@@ -14,7 +14,7 @@ from uuid import UUID
 from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, model_validator
 
 from dispatch.events import Event
-from dispatch.models import ApiId, Document, Resource, Strict, WholeNumber
+from dispatch.models import WHOLE, ApiId, Document, Resource, Strict, WholeNumber
 
 
 class JobStatus(StrEnum):
@@ -150,7 +150,9 @@ class CreateJob(Strict):
     # business_choice only: the system assigns the best applicant when the deadline passes
     auto_pick: bool | None = Field(None, strict=True)
     # business_choice only: seconds the business has to choose, from when the job opens
-    choose_within_s: WholeNumber | None = Field(None, ge=1, le=30 * 24 * 3600, strict=True)
+    choose_within_s: Annotated[int, Field(ge=1, le=30 * 24 * 3600, strict=True), WHOLE] | None = (
+        None
+    )
     # a wave 0 to the business's fresh, qualified favourites before the ordinary waves
     offer_first_to: Literal["favourites"] | None = None
 
@@ -174,7 +176,7 @@ class RateJob(Strict):
 
 
 class AcceptJob(Strict):
-    version: WholeNumber | None = Field(None, ge=1, le=2**31 - 1, strict=True)
+    version: Annotated[int, Field(ge=1, le=2**31 - 1, strict=True), WHOLE] | None = None
 
 
 class TransitionRequest(Strict):
