@@ -190,7 +190,7 @@ def classic_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     app = DispatchResolver()
     no_version = AcceptJob()
 
-    @app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER})
+    @app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, operation_id="acceptJob")
     def accept(job_id: UUID, claim: Annotated[AcceptJob, Body()] = no_version) -> Response[Any]:
         status, body = classic_transaction(db.connection(), job_id, app.caller.id)
         return Response(status, JSON, body)

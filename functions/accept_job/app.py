@@ -1,7 +1,6 @@
 """POST /jobs/{job_id}/accept: a worker claims a job; exactly one of many wins."""
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
@@ -12,6 +11,7 @@ from dispatch.http.openapi import KEYED_WRITE, answers
 from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.models import AcceptJob, Job
+from dispatch.models import ApiId
 from dispatch.observability import count
 
 app = DispatchResolver()
@@ -36,10 +36,11 @@ NO_VERSION = AcceptJob()  # an empty body means {}
     "POST",
     "/jobs/<job_id>/accept",
     roles={Role.WORKER},
+    operation_id="acceptJob",
     responses=ACCEPT_ANSWERS,
     summary="Accept a job (exactly one worker wins)",
 )
-def accept_job(job_id: UUID, claim: Annotated[AcceptJob, Body()] = NO_VERSION) -> Response[Any]:
+def accept_job(job_id: ApiId, claim: Annotated[AcceptJob, Body()] = NO_VERSION) -> Response[Any]:
     worker, version = app.caller, claim.version
     answer = app.answered(
         lambda conn, key: commands.accept_job(conn, job_id, worker.id, version, key)

@@ -2,7 +2,6 @@
 business lists its applicants and assigns one (exactly one assign wins)."""
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
@@ -15,7 +14,7 @@ from dispatch.errors import Code
 from dispatch.http.openapi import KEYED_WRITE, READ, answers
 from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs.models import Job
-from dispatch.models import Resource
+from dispatch.models import ApiId, Resource
 from dispatch.observability import logger
 
 app = DispatchResolver()
@@ -26,6 +25,8 @@ NO_NOTE = ApplyForJob()  # an empty body means {}
     "POST",
     "/jobs/<job_id>/applications",
     roles={Role.WORKER},
+    operation_id="applyForJob",
+    location="/jobs/{job_id}/applications/me",
     responses=answers(
         201,
         Application,
@@ -40,7 +41,7 @@ NO_NOTE = ApplyForJob()  # an empty body means {}
     ),
     summary="Apply for a job the business chooses for (idempotent per worker and job)",
 )
-def apply(job_id: UUID, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> Response[Any]:
+def apply(job_id: ApiId, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> Response[Any]:
     worker = app.caller
     return app.idempotent(
         lambda conn: commands.apply(conn, job_id, worker.id, request.note),
@@ -53,6 +54,7 @@ def apply(job_id: UUID, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> Re
     "DELETE",
     "/jobs/<job_id>/applications/me",
     roles={Role.WORKER},
+    operation_id="withdrawApplication",
     stores_answers=False,  # withdrawing twice leaves the same state: nothing to replay
     responses=answers(
         204,
@@ -66,7 +68,7 @@ def apply(job_id: UUID, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> Re
     ),
     summary="Withdraw my application",
 )
-def withdraw(job_id: UUID) -> Response[Any]:
+def withdraw(job_id: ApiId) -> Response[Any]:
     worker = app.caller
     db.run(lambda conn: commands.withdraw(conn, job_id, worker.id))
     publish(job_id)(None)
@@ -77,10 +79,11 @@ def withdraw(job_id: UUID) -> Response[Any]:
     "GET",
     "/jobs/<job_id>/applications",
     roles={Role.BUSINESS, Role.OPS},
+    operation_id="listApplicants",
     responses=answers(200, Applicants, *READ, Code.NOT_FOUND),
     summary="A job's applicants, with what the business needs to choose",
 )
-def applicants(job_id: UUID) -> Response[Any]:
+def applicants(job_id: ApiId) -> Response[Any]:
     caller = app.caller
     return app.answer(db.run(lambda conn: commands.applicants(conn, caller, job_id)))
 
@@ -89,6 +92,7 @@ def applicants(job_id: UUID) -> Response[Any]:
     "POST",
     "/jobs/<job_id>/assign",
     roles={Role.BUSINESS},
+    operation_id="assignJob",
     responses=answers(
         200,
         Job,
@@ -105,7 +109,7 @@ def applicants(job_id: UUID) -> Response[Any]:
     ),
     summary="Assign one applicant (exactly one assign wins)",
 )
-def assign(job_id: UUID, choice: AssignJob) -> Response[Any]:
+def assign(job_id: ApiId, choice: AssignJob) -> Response[Any]:
     business = app.caller
     return app.answered(
         lambda conn, key: commands.assign(
@@ -114,7 +118,7 @@ def assign(job_id: UUID, choice: AssignJob) -> Response[Any]:
     )
 
 
-def publish(job_id: UUID) -> Any:
+def publish(job_id: ApiId) -> Any:
     """After the change commits: its events on the bus now (best effort: the lease sweeper's
     catch-up puts whatever this could not, dispatch.choice.deadline)."""
 

@@ -52,12 +52,18 @@ def page(body: str, content_type: str) -> Response[Any]:
 
 
 # Pages, not API operations: left out of the OpenAPI document.
-@app.endpoint("GET", "/console", roles=None, include_in_schema=False)
+@app.endpoint("GET", "/console", roles=None, operation_id="getConsole", include_in_schema=False)
 def console() -> Response[Any]:
     return page(SERVED["index.html"].read_text(), TYPES[".html"])
 
 
-@app.endpoint("GET", "/console/<asset>", roles=None, include_in_schema=False)
+@app.endpoint(
+    "GET",
+    "/console/<asset>",
+    roles=None,
+    operation_id="getConsoleAsset",
+    include_in_schema=False,
+)
 def asset(asset: str) -> Response[Any]:
     if asset == "config.json":
         s = settings()

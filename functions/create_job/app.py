@@ -17,6 +17,8 @@ app = DispatchResolver()
     "POST",
     "/jobs",
     roles={Role.BUSINESS},
+    operation_id="createJob",
+    location="/jobs/{id}",
     responses=answers(201, Job, *KEYED_WRITE),
     summary="Post a job",
 )

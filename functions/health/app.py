@@ -12,6 +12,7 @@ app = DispatchResolver()
     "GET",
     "/health",
     roles=None,
+    operation_id="getHealth",
     responses=answers(200, Health, Code.UNAVAILABLE),
     summary="Whether the API and its database answer",
 )

@@ -2,7 +2,6 @@
 the assignee and ops."""
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -14,6 +13,7 @@ from dispatch.http.openapi import READ, answers
 from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs import queries
 from dispatch.jobs.models import Job, JobEvents, NearbyJobs
+from dispatch.models import ApiId
 
 app = DispatchResolver()
 READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}
@@ -24,6 +24,7 @@ READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}
     "GET",
     "/jobs/nearby",
     roles={Role.WORKER},
+    operation_id="listNearbyJobs",
     responses=answers(200, NearbyJobs, *READ),
     summary="Open jobs near a place, nearest first",
 )
@@ -43,10 +44,11 @@ def nearby(
     "GET",
     "/jobs/<job_id>",
     roles=READERS,
+    operation_id="getJob",
     responses=answers(200, Job, *READ, Code.NOT_FOUND),
     summary="Read a job",
 )
-def get_job(job_id: UUID) -> Response[Any]:
+def get_job(job_id: ApiId) -> Response[Any]:
     return app.answer(db.run(lambda conn: queries.visible_job(conn, app.caller, job_id)))
 
 
@@ -54,10 +56,11 @@ def get_job(job_id: UUID) -> Response[Any]:
     "GET",
     "/jobs/<job_id>/events",
     roles=READERS,
+    operation_id="listJobEvents",
     responses=answers(200, JobEvents, *READ, Code.NOT_FOUND),
     summary="A job's events in version order, to pull after a gap in push",
 )
-def get_job_events(job_id: UUID) -> Response[Any]:
+def get_job_events(job_id: ApiId) -> Response[Any]:
     return app.answer(db.run(lambda conn: queries.job_events(conn, app.caller, job_id)))
 
 

@@ -3,7 +3,6 @@ POST /jobs/{job_id}/decline (never offered that job again; when everyone offered
 has declined, the next wave goes out at once)."""
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
@@ -13,7 +12,7 @@ from dispatch.auth import Role
 from dispatch.errors import Code
 from dispatch.http.openapi import KEYED_WRITE, SIGNED_IN, answers
 from dispatch.http.resolver import DispatchResolver, entrypoint
-from dispatch.models import Resource
+from dispatch.models import ApiId, Resource
 from dispatch.offers import inbox, waves
 from dispatch.offers.models import Declined, DeclineJob, Offers
 
@@ -25,6 +24,7 @@ NO_BODY = DeclineJob()  # an empty body means {}
     "GET",
     "/workers/me/offers",
     roles={Role.WORKER},
+    operation_id="listMyOffers",
     responses=answers(200, Offers, *SIGNED_IN),
     summary="The offers made to me that are still open",
 )
@@ -37,10 +37,11 @@ def my_offers() -> Response[Any]:
     "POST",
     "/jobs/<job_id>/decline",
     roles={Role.WORKER},
+    operation_id="declineJob",
     responses=answers(200, Declined, *KEYED_WRITE, Code.NOT_FOUND),
     summary="Decline an offer",
 )
-def decline(job_id: UUID, _: Annotated[DeclineJob, Body()] = NO_BODY) -> Response[Any]:
+def decline(job_id: ApiId, _: Annotated[DeclineJob, Body()] = NO_BODY) -> Response[Any]:
     worker = app.caller
     return app.idempotent(
         lambda conn: inbox.decline(conn, job_id, worker.id), then=hurry_the_next_wave

@@ -49,6 +49,7 @@ def statuses_of(status: str | None) -> list[JobStatus]:
     "GET",
     "/ops/jobs",
     roles=OPS,
+    operation_id="listOpsJobs",
     responses=answers(200, OpsJobs, *READ),
     summary="Jobs inside a box, by status",
 )
@@ -65,6 +66,7 @@ def ops_jobs(
     "GET",
     "/ops/workers",
     roles=OPS,
+    operation_id="listOpsWorkers",
     responses=answers(200, OpsWorkers, *READ),
     summary="Fresh worker positions inside a box",
 )
@@ -80,6 +82,7 @@ def ops_workers(
     "GET",
     "/ops/events",
     roles=OPS,
+    operation_id="listOpsEvents",
     responses=answers(200, EventPage, *READ),
     summary="The event stream, oldest first, from a cursor",
 )
@@ -101,6 +104,7 @@ def ops_events(
     "GET",
     "/ops/summary",
     roles=OPS,
+    operation_id="getOpsSummary",
     responses=answers(200, Summary, *SIGNED_IN),
     summary="The marketplace now and over the last hour",
 )

@@ -35,6 +35,7 @@ class Roster:
     listing: type[Favourites | Blocked]
     put_refusals: tuple[Code, ...]  # why adding to this roster can be refused
     summaries: tuple[str, str, str]  # PUT, DELETE, GET
+    operation_ids: tuple[str, str, str]  # PUT, DELETE, GET
 
 
 ROSTERS = (
@@ -48,6 +49,7 @@ ROSTERS = (
             "Remove a worker from my favourites (idempotent)",
             "My favourites",
         ),
+        ("addFavourite", "removeFavourite", "listFavourites"),
     ),
     Roster(
         RosterList.BLOCKED,
@@ -59,6 +61,7 @@ ROSTERS = (
             "Unblock a worker (idempotent)",
             "The workers I blocked",
         ),
+        ("blockWorker", "unblockWorker", "listBlocked"),
     ),
 )
 
@@ -66,11 +69,13 @@ ROSTERS = (
 def routes(roster: Roster) -> None:
     entry = f"/businesses/me/{roster.path}/<worker_id>"
     put_summary, delete_summary, get_summary = roster.summaries
+    put_id, delete_id, get_id = roster.operation_ids
 
     @app.endpoint(
         "PUT",
         entry,
         roles={Role.BUSINESS},
+        operation_id=put_id,
         stores_answers=False,
         responses=answers(200, RosterEntry, *UNSTORED_WRITE, *roster.put_refusals),
         summary=put_summary,
@@ -85,6 +90,7 @@ def routes(roster: Roster) -> None:
         "DELETE",
         entry,
         roles={Role.BUSINESS},
+        operation_id=delete_id,
         stores_answers=False,
         responses=answers(204, None, *UNSTORED_WRITE),
         summary=delete_summary,
@@ -98,6 +104,7 @@ def routes(roster: Roster) -> None:
         "GET",
         f"/businesses/me/{roster.path}",
         roles={Role.BUSINESS},
+        operation_id=get_id,
         responses=answers(200, roster.listing, *SIGNED_IN),
         summary=get_summary,
     )

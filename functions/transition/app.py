@@ -3,7 +3,6 @@ photo evidence (an upload slot, and attaching a photo to the before or after slo
 business's rating of the completed work."""
 
 from typing import Any
-from uuid import UUID
 
 from aws_lambda_powertools.event_handler import Response
 
@@ -22,6 +21,7 @@ from dispatch.jobs.models import (
     RateJob,
     TransitionRequest,
 )
+from dispatch.models import ApiId
 
 app = DispatchResolver()
 
@@ -30,6 +30,7 @@ app = DispatchResolver()
     "POST",
     "/jobs/<job_id>/transitions",
     roles={Role.WORKER, Role.BUSINESS},
+    operation_id="transitionJob",
     responses=answers(
         200,
         Job,
@@ -43,7 +44,7 @@ app = DispatchResolver()
     ),
     summary="Move a job: check_in, start, complete, release or cancel",
 )
-def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
+def transition(job_id: ApiId, request: TransitionRequest) -> Response[Any]:
     caller = app.caller
     return app.answered(
         lambda conn, key: commands.transition(
@@ -56,6 +57,8 @@ def transition(job_id: UUID, request: TransitionRequest) -> Response[Any]:
     "POST",
     "/photos",
     roles={Role.WORKER},
+    operation_id="createPhotoUpload",
+    location="{upload_url}",
     responses=answers(201, PhotoUpload, *KEYED_WRITE),
     summary="Get an upload slot for a photo (a presigned PUT URL)",
 )
@@ -68,12 +71,13 @@ def create_photo(request: PhotoRequest) -> Response[Any]:
     "PUT",
     "/jobs/<job_id>/photos/<slot>",
     roles={Role.WORKER},
+    operation_id="attachPhoto",
     responses=answers(
         200, Job, *KEYED_WRITE, Code.NOT_FOUND, Code.PHOTO_SLOT_CLOSED, Code.PHOTO_NOT_UPLOADED
     ),
     summary="Attach an uploaded photo (before or after)",
 )
-def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[Any]:
+def attach_photo(job_id: ApiId, slot: Photo, request: AttachPhoto) -> Response[Any]:
     worker = app.caller
     return app.answered(
         lambda conn, key: commands.attach_photo(
@@ -86,12 +90,14 @@ def attach_photo(job_id: UUID, slot: Photo, request: AttachPhoto) -> Response[An
     "POST",
     "/jobs/<job_id>/rating",
     roles={Role.BUSINESS},
+    operation_id="rateJob",
+    location="/jobs/{job_id}",
     responses=answers(
         201, JobRating, *KEYED_WRITE, Code.NOT_FOUND, Code.ILLEGAL_TRANSITION, Code.ALREADY_RATED
     ),
     summary="Rate the worker of a completed job (once)",
 )
-def rate(job_id: UUID, request: RateJob) -> Response[Any]:
+def rate(job_id: ApiId, request: RateJob) -> Response[Any]:
     business = app.caller
     return app.answered(
         lambda conn, key: commands.rate_job(conn, job_id, business.id, request.stars, key),

@@ -18,6 +18,7 @@ app = DispatchResolver()
     "PUT",
     "/workers/me",
     roles={Role.WORKER},
+    operation_id="putMyProfile",
     responses=answers(200, WorkerProfile, *KEYED_WRITE),
     summary="Set my skills (creates my profile)",
 )
@@ -30,6 +31,7 @@ def put_worker_profile(update: WorkerProfileUpdate) -> Response[Any]:
     "PUT",
     "/workers/me/location",
     roles={Role.WORKER},
+    operation_id="putMyLocation",
     stores_answers=False,
     # Not stored under its key (latest wins): no replay, reuse or in-progress answers.
     responses=answers(

@@ -5,11 +5,15 @@ job's window starts in ten minutes, so "Try it out" works as it stands).
 The routes' summaries are declared with the routes (`summary=` in each function's
 `app.endpoint`); the roles come from the same declarations."""
 
+import copy
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic.json_schema import models_json_schema
+
 from dispatch_local import samples
+from dispatch_local.asyncapi import EVENT_MODELS
 
 # A tag per function, in the order Swagger UI shows them.
 TAGS = {
@@ -94,17 +98,85 @@ PARAMETER_EXAMPLES = {
 }
 
 
+# API Gateway's own answer when a route's throttle (template.yaml, RouteSettings) is full: it
+# never reaches a function, so its body is the gateway's, not the contract's error body.
+THROTTLED = {
+    "description": "Too many requests: API Gateway's throttle for this route is full. Retry "
+    "with backoff. The body is API Gateway's own, not the error body.",
+    "x-answered-by": "api-gateway",
+    "content": {
+        "application/json": {
+            "schema": {"$ref": "#/components/schemas/GatewayMessage"},
+            "example": {"message": "Too Many Requests"},
+        }
+    },
+}
+GATEWAY_MESSAGE = {
+    "type": "object",
+    "title": "GatewayMessage",
+    "description": "A body API Gateway writes itself (a throttle's 429).",
+    "properties": {"message": {"type": "string"}},
+    "required": ["message"],
+}
+EVENT = "#/components/schemas/Event"
+
+
+def event_schemas(document: dict[str, Any]) -> None:
+    """One schema per event type (its `data` described, `type` fixed to it) and `AnyEvent`, a
+    oneOf of them discriminated by `type`, wherever events are answered. A type added later
+    matches `OtherEvent` (any type not listed), so a client generated today still reads it."""
+    models = list(dict.fromkeys(EVENT_MODELS.values()))
+    _, schemas = models_json_schema(
+        [(model, "serialization") for model in models],
+        ref_template="#/components/schemas/{model}",
+    )
+    components = document["components"]["schemas"]
+    defs = schemas["$defs"]
+    for name, schema in defs.items():
+        if name not in {model.__name__ for model in models}:
+            components.setdefault(name, schema)
+    mapping: dict[str, str] = {}
+    for event_type, model in EVENT_MODELS.items():
+        name = "".join(part.title() for part in event_type.replace("_", ".").split(".")) + "Event"
+        schema = copy.deepcopy(defs[model.__name__])
+        schema["title"] = name
+        schema["properties"]["type"] = {"type": "string", "const": event_type}
+        components[name] = schema
+        mapping[event_type] = f"#/components/schemas/{name}"
+    other = copy.deepcopy(components["Event"])
+    other["title"] = "OtherEvent"
+    other["description"] = (
+        "An event of a type added after this document: ignore what you do not know."
+    )
+    other["properties"]["type"] = {"type": "string", "not": {"enum": list(mapping)}}
+    components["OtherEvent"] = other
+    components["AnyEvent"] = {
+        "title": "AnyEvent",
+        "oneOf": [{"$ref": ref} for ref in mapping.values()]
+        + [{"$ref": "#/components/schemas/OtherEvent"}],
+        "discriminator": {"propertyName": "type", "mapping": mapping},
+    }
+    for schema in components.values():
+        events = schema.get("properties", {}).get("events", {})
+        if events.get("items") == {"$ref": EVENT}:
+            events["items"] = {"$ref": "#/components/schemas/AnyEvent"}
+
+
 def describe(
     document: dict[str, Any], roles_by_route: dict[str, Any], tag_of: dict[str, str]
 ) -> None:
-    """Tags, who may call, sign-in and the introduction, into the merged `document`."""
+    """Tags, who may call, sign-in, the introduction, each event type's schema and the
+    gateway's 429, into the merged `document`."""
     document["info"]["description"] = INTRODUCTION
+    event_schemas(document)
+    document["components"]["schemas"]["GatewayMessage"] = GATEWAY_MESSAGE
     document["components"]["securitySchemes"]["bearer"]["description"] = SIGN_IN
     document["tags"] = [{"name": t, "description": d} for t, d in TAG_DESCRIPTIONS.items()]
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             key = f"{method.upper()} {path}"
             operation["tags"] = [tag_of[key]]
+            operation["responses"]["429"] = THROTTLED
             roles = roles_by_route.get(key)
             who = (
                 "Anyone, no token."
@@ -120,10 +192,10 @@ def describe(
 
 
 def with_fresh_examples(document: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
-    """The document with request examples valid now and a new Idempotency-Key: served anew on
-    every fetch of /openapi.json (a cached window would have ended by tomorrow)."""
+    """The document with request examples valid now and a new Idempotency-Key in each (tools
+    that send examples would otherwise collide on 422): served anew on every fetch of
+    /openapi.json (a cached window would have ended by tomorrow)."""
     examples = request_examples(now or datetime.now(UTC))
-    key = str(uuid.uuid4())
     fresh = {**document, "paths": {}}
     for path, operations in document["paths"].items():
         fresh["paths"][path] = {}
@@ -137,7 +209,7 @@ def with_fresh_examples(document: dict[str, Any], now: datetime | None = None) -
                     "content": {"application/json": {**body, "example": example}},
                 }
             operation["parameters"] = [
-                {**p, "example": key} if p["name"] == "Idempotency-Key" else p
+                {**p, "example": str(uuid.uuid4())} if p["name"] == "Idempotency-Key" else p
                 for p in operation.get("parameters", [])
             ]
             if not operation["parameters"]:

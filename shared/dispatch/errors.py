@@ -131,6 +131,15 @@ class CacheUnavailable(Exception):
     """Redis (worker positions) is out of reach: refused, dropped or too slow."""
 
 
+# A 503 is a database failover or a Redis blip: seconds, not minutes. Every 503 says so.
+RETRY_AFTER_S = 2
+
+
+def error_headers(code: Code) -> dict[str, str]:
+    """The headers an error answer carries besides its body: `Retry-After` on a 503."""
+    return {"Retry-After": str(RETRY_AFTER_S)} if CATALOGUE[code].status == 503 else {}
+
+
 def error_body(
     code: Code, request_id: str, details: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:

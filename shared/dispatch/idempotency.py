@@ -24,7 +24,7 @@ from psycopg import errors, pq
 
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError, error_body
-from dispatch.models import Resource, to_json
+from dispatch.models import ID_FIELDS, Resource, to_json
 
 CLAIM_KEY = """
 INSERT INTO idempotency_keys (principal, key, fingerprint)
@@ -82,14 +82,29 @@ class Answer:
 
 
 def fingerprint(method: str, route: str, path_parameters: dict[str, str], body: Any) -> str:
-    """Same request = same method, route, path parameters and JSON body (canonical form)."""
+    """Same request = same method, route, path parameters and JSON body (canonical form): an
+    id in either case and a whole number as 1 or 1.0 are the same request, as validation reads
+    them (dispatch.models.ApiId, WholeNumber)."""
+    parameters = {name: _canonical(name, value) for name, value in path_parameters.items()}
     canonical = json.dumps(
-        [method.upper(), route, sorted(path_parameters.items()), body],
+        [method.upper(), route, sorted(parameters.items()), _canonical("", body)],
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _canonical(name: str, value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _canonical(key, item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_canonical("", item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if name in ID_FIELDS and isinstance(value, str):
+        return value.lower()
+    return value
 
 
 def execute(

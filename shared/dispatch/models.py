@@ -7,10 +7,51 @@ values and the bus carries the very same, so the two can never disagree.
 """
 
 import json
-from typing import Any, Self
+import re
+from typing import Annotated, Any, Self
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+# An id in the path or a body: a UUID written 8-4-4-4-12 in hex, either case (RFC 9562 reads
+# them case-insensitively); lower-cased before anything reads it, the idempotency fingerprint
+# included, so one id has one spelling. Braces, urn:uuid:, 32 bare digits are refused: taken
+# silently, a retry under another spelling would be a different request.
+API_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+ID_FIELDS = frozenset({"job_id", "photo_id"})  # where ApiId is read (path and body)
+
+
+def _canonical_id(value: Any) -> Any:
+    if isinstance(value, str) and API_ID.fullmatch(value):
+        return value.lower()
+    if isinstance(value, UUID):
+        return value
+    raise PydanticCustomError(
+        "uuid_form", "must be a UUID written 8-4-4-4-12 in hex (either case), nothing around it"
+    )
+
+
+ApiId = Annotated[
+    UUID,
+    BeforeValidator(_canonical_id),
+    WithJsonSchema({"type": "string", "format": "uuid", "pattern": f"^{API_ID.pattern}$"}),
+]
+
+
+def _whole(value: Any) -> Any:
+    # JSON Schema counts 1.0 and 1e0 as the integer 1; 1.5 stays a float, which the strict
+    # int after this refuses.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer field: a whole number in any JSON spelling (1, 1.0, 1e0); never a string or bool.
+# An optional one puts its bounds before it, `Annotated[int, Field(ge=1), WHOLE] | None`: bounds
+# on the union would not reach the JSON Schema as minimum/maximum.
+WHOLE = BeforeValidator(_whole)
+WholeNumber = Annotated[int, WHOLE]
 
 
 def to_json(value: Any) -> str:

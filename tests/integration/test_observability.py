@@ -53,7 +53,7 @@ def test_an_unexpected_failure_is_logged_correlated_and_not_leaked(
 ) -> None:
     app = DispatchResolver()
 
-    @app.endpoint("GET", "/boom", roles=None)
+    @app.endpoint("GET", "/boom", roles=None, operation_id="boom")
     def boom() -> None:
         raise RuntimeError("secret internals: password=hunter2")
 

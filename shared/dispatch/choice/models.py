@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from dispatch.events import Event
-from dispatch.models import Document, Resource, Strict
+from dispatch.models import Document, Resource, Strict, WholeNumber
 
 # A worker's id as the identity provider writes it (a Cognito sub, or the local stack's names).
 WorkerId = Annotated[
@@ -31,7 +31,7 @@ class AssignJob(Strict):
     """The business's choice: the applicant, and the job's version it chose on."""
 
     worker_id: WorkerId
-    version: int = Field(ge=1, le=2**31 - 1, strict=True)
+    version: WholeNumber = Field(ge=1, le=2**31 - 1, strict=True)
 
 
 class Application(Document):

@@ -2,9 +2,9 @@
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from dispatch.errors import CATALOGUE, Code
+from dispatch.errors import CATALOGUE, RETRY_AFTER_S, Code
 
 
 class ErrorDetail(BaseModel):
@@ -13,7 +13,11 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorInfo(BaseModel):
-    code: Code
+    # The known codes are listed (Code), the set is not closed: a code added later must not
+    # break a client generated today, which reads an unknown code by its status.
+    code: Code | str = Field(
+        description="One of the known codes (`Code`), or one added later: act on the status."
+    )
     message: str
     request_id: str
     details: list[ErrorDetail] | None = None
@@ -48,6 +52,8 @@ def answers(status: int, model: type[BaseModel] | None, *codes: Code) -> dict[in
     documented: dict[int, Any] = {status: {"description": "Success"}}
     if model is not None:
         documented[status]["content"] = {"application/json": {"model": model}}
+    if status == 201:
+        documented[status]["headers"] = {"Location": LOCATION}
     by_status: dict[int, list[str]] = {}
     for code in codes:
         by_status.setdefault(CATALOGUE[code].status, []).append(code.value)
@@ -56,4 +62,18 @@ def answers(status: int, model: type[BaseModel] | None, *codes: Code) -> dict[in
             "description": ", ".join(dict.fromkeys(names)),
             "content": {"application/json": {"model": ErrorBody}},
         }
+        if error_status == 503:
+            documented[error_status]["headers"] = {"Retry-After": RETRY_AFTER}
     return documented
+
+
+LOCATION = {
+    "description": "Where the new thing is (the job, the application, the upload URL).",
+    "required": True,
+    "schema": {"type": "string"},
+}
+RETRY_AFTER = {
+    "description": f"Seconds to wait before retrying ({RETRY_AFTER_S}).",
+    "required": True,
+    "schema": {"type": "integer"},
+}

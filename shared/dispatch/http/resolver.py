@@ -8,6 +8,7 @@ Idempotency-Key). Every error, whoever raises it, leaves in the contract's error
 """
 
 import base64
+import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -22,7 +23,7 @@ from dispatch import db, idempotency, snapshots  # noqa: F401  (SnapStart hooks,
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
 from dispatch.entrypoints import lambda_entrypoint
-from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body
+from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body, error_headers
 from dispatch.http import body
 from dispatch.models import Resource, to_json
 from dispatch.observability import logger
@@ -31,6 +32,7 @@ from dispatch.outbox import relay
 JSON = "application/json"
 IDEMPOTENCY_KEY = re.compile(r"^[!-~]{1,255}$")
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+OPERATION_ID = re.compile(r"[a-z][a-zA-Z0-9]*")  # camelCase: what a generated client calls
 
 
 def error_response(
@@ -40,6 +42,7 @@ def error_response(
         status_code=DispatchError(code).status,
         content_type=JSON,
         body=to_json(error_body(code, request_id, details)),
+        headers=error_headers(code),
     )
 
 
@@ -57,6 +60,7 @@ class DispatchResolver(APIGatewayHttpResolver):
         )
         self._access: dict[str, frozenset[Role] | None] = {}
         self._unstored: set[str] = set()  # state changes whose answers are never stored
+        self._locations: dict[str, str] = {}  # a 201's Location, by route key
         self.exception_handler(DispatchError)(self._on_dispatch_error)
         self.exception_handler(RequestValidationError)(self._on_invalid_request)
         self.exception_handler(psycopg.OperationalError)(self._on_database_unavailable)
@@ -71,16 +75,34 @@ class DispatchResolver(APIGatewayHttpResolver):
         rule: str,
         *,
         roles: Collection[Role] | None,
+        operation_id: str,
         stores_answers: bool = True,
+        location: str | None = None,
         **kwargs: Any,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """A route and who may call it (`roles=None`: anyone, no token needed). A state change
-        whose answer is not kept under its key (latest wins) says `stores_answers=False`."""
+        """A route, who may call it (`roles=None`: anyone, no token needed) and the name a
+        generated client calls it by (`acceptJob`). A state change whose answer is not kept
+        under its key (latest wins) says `stores_answers=False`. A route answering 201 says
+        where the new thing is: `location`, filled from the answer's fields (`/jobs/{id}`)."""
+        if not OPERATION_ID.fullmatch(operation_id):
+            raise ValueError(f"operation_id {operation_id!r} is not camelCase")
         key = route_key(method, rule)
+        if 201 in kwargs.get("responses", {}):
+            if location is None:
+                raise ValueError(f"{key} answers 201 and needs a location")
+            self._locations[key] = location
         self._access[key] = None if roles is None else frozenset(roles)
         if not stores_answers:
             self._unstored.add(key)
-        return self.route(rule, method, **kwargs)
+        return self.route(rule, method, operation_id=operation_id, **kwargs)
+
+    @staticmethod
+    def _compile_regex(rule: str, base_regex: str = "") -> re.Pattern[str]:
+        """A path parameter is any one segment: Powertools' own pattern (word characters and
+        some punctuation) would answer 404 for a control byte, U+FFFD or a no-break space,
+        which are the parameter's validation to refuse (400 naming it) or accept."""
+        segments = re.sub(r"<(\w+)>", r"(?P<\1>[^/]+)", rule)
+        return re.compile(rf"^{segments}\Z", re.DOTALL)
 
     def roles_of(self, route_key: str) -> frozenset[Role] | None:
         """Who may call a declared route (`POST /jobs/{job_id}/accept`); None: anyone."""
@@ -186,8 +208,7 @@ class DispatchResolver(APIGatewayHttpResolver):
                 relay.after_commit(db.connection(), job_id)  # the change's events, now
             if then is not None:
                 then(produced[-1])
-        headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
-        return Response(answer.status, JSON, answer.body, headers=headers)
+        return self._stored_answer(answer)
 
     def _keyed_request(self) -> idempotency.KeyedRequest:
         event = self.current_event
@@ -220,7 +241,15 @@ class DispatchResolver(APIGatewayHttpResolver):
             return None
         if answer is None:
             return None
-        return Response(answer.status, JSON, answer.body, headers={"Idempotent-Replayed": "true"})
+        return self._stored_answer(answer)
+
+    def _stored_answer(self, answer: idempotency.Answer) -> Response[Any]:
+        """A keyed answer, fresh or replayed; a 201 says where (`Location`, replays too)."""
+        headers = {"Idempotent-Replayed": "true"} if answer.replayed else {}
+        template = self._locations.get(self.current_event.raw_event.get("routeKey", ""))
+        if answer.status == 201 and template is not None:
+            headers["Location"] = template.format_map(json.loads(answer.body))
+        return Response(answer.status, JSON, answer.body, headers=headers)
 
     @staticmethod
     def answer(resource: Resource, status: int = 200) -> Response[Any]:
@@ -283,7 +312,7 @@ def _lambda_error(
 ) -> dict[str, Any]:
     return {
         "statusCode": DispatchError(code).status,
-        "headers": {"Content-Type": JSON},
+        "headers": {"Content-Type": JSON, **error_headers(code)},
         "body": to_json(error_body(code, request_id, details)),
         "isBase64Encoded": False,
     }

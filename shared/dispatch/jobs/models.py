@@ -16,7 +16,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, model_vali
 from pydantic_core import PydanticCustomError
 
 from dispatch.events import Event
-from dispatch.models import Document, Resource, Strict
+from dispatch.models import WHOLE, ApiId, Document, Resource, Strict, WholeNumber
 
 
 class JobStatus(StrEnum):
@@ -179,7 +179,9 @@ class CreateJob(Strict):
     # business_choice only: the system assigns the best applicant when the deadline passes
     auto_pick: bool | None = Field(None, strict=True)
     # business_choice only: seconds the business has to choose, from when the job opens
-    choose_within_s: int | None = Field(None, ge=1, le=30 * 24 * 3600, strict=True)
+    choose_within_s: Annotated[int, Field(ge=1, le=30 * 24 * 3600, strict=True), WHOLE] | None = (
+        None
+    )
     # a wave 0 to the business's fresh, qualified favourites before the ordinary waves
     offer_first_to: Literal["favourites"] | None = None
 
@@ -199,16 +201,16 @@ class CreateJob(Strict):
 
 
 class RateJob(Strict):
-    stars: int = Field(ge=1, le=5, strict=True)
+    stars: WholeNumber = Field(ge=1, le=5, strict=True)
 
 
 class AcceptJob(Strict):
-    version: int | None = Field(None, ge=1, le=2**31 - 1, strict=True)
+    version: Annotated[int, Field(ge=1, le=2**31 - 1, strict=True), WHOLE] | None = None
 
 
 class TransitionRequest(Strict):
     event: TransitionEvent
-    version: int = Field(ge=1, le=2**31 - 1, strict=True)
+    version: WholeNumber = Field(ge=1, le=2**31 - 1, strict=True)
 
 
 class PhotoRequest(Strict):
@@ -216,7 +218,7 @@ class PhotoRequest(Strict):
 
 
 class AttachPhoto(Strict):
-    photo_id: UUID
+    photo_id: ApiId
 
 
 # -- output -----------------------------------------------------------------------------------
