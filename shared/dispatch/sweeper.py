@@ -69,11 +69,15 @@ class _Pass:
         if not self.keep_going():
             return nothing
         ends = time.monotonic() + settings().sweep_interval_seconds * DUTY_SHARE
+        asked, cut = 0, False
 
         def within_share() -> bool:
-            if time.monotonic() < ends and self.keep_going():
+            # Its first step always: a share shorter than one step still makes progress.
+            nonlocal asked, cut
+            asked += 1
+            if self.keep_going() and (asked == 1 or time.monotonic() < ends):
                 return True
-            self.cut_short += 1
+            cut = True
             return False
 
         try:
@@ -86,6 +90,8 @@ class _Pass:
             count("SweepDutiesFailed")
             self.failures.append(name)
             return nothing
+        finally:
+            self.cut_short += cut
 
 
 def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> SweepReport:
