@@ -5,7 +5,9 @@
 -- One row per round (a job's version); written only for a send the queue took, so a failed
 -- send is tried again on the next pass.
 CREATE TABLE offer_rounds_resumed (
-    job_id      uuid NOT NULL REFERENCES jobs (id),
+    -- Bookkeeping, not history: a job that leaves (the retention duty deletes finished jobs
+    -- and the rows it archives) takes its record along instead of being held by it.
+    job_id      uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     job_version integer NOT NULL,
     wave        integer NOT NULL,  -- the wave that was sent again
     resumed_at  timestamptz NOT NULL DEFAULT now(),

@@ -1523,7 +1523,7 @@ ALTER TABLE ONLY public.offer_events
 --
 
 ALTER TABLE ONLY public.offer_rounds_resumed
-    ADD CONSTRAINT offer_rounds_resumed_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+    ADD CONSTRAINT offer_rounds_resumed_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
 
 
 --
