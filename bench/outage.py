@@ -6,7 +6,10 @@ The local stack (handlers, relay, publisher and sweeper on their own connections
 soak's load, in two phases on the same stack: first steady (the baseline, measured in the
 same run), then the same load while a killer terminates one of the application role's server
 connections at a time, `--kills` of them spread over the phase (`pg_terminate_backend`, what a
-failover or a proxy recycling its pool does to a client). Then the stack settles.
+failover or a proxy recycling its pool does to a client), and, as it starts, `--stalled-rounds`
+open jobs whose offer rounds lost their queue messages an hour ago (what a `kill -9` of the
+queue's stand-in leaves): the sweeper's to send on, during the kills (issue 34 point 8: passes
+that resent them one queue call at a time ran 20-36 s apart). Then the stack settles.
 
 Reported per phase, from the database's own record:
 - bus delay: from an event's commit (`occurred_at`) to its put on the bus (`published_at`,
@@ -28,8 +31,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.common import bench_database
-from bench.soak import Client, business, worker
+from bench.soak import Client, business, near_centre, worker
 from dispatch import db
+from dispatch.jobs import commands
+from dispatch.jobs.models import CreateJob
 from dispatch_local import history as hist
 from dispatch_local.stack import start_stack, stop_stack
 
@@ -57,14 +62,24 @@ UNPUBLISHED = """
 SELECT count(*) AS n FROM job_events
  WHERE occurred_at >= %(since)s AND occurred_at < %(until)s AND published_at IS NULL
 """
-# Each reopening, with the lease it ended: the job as it was at the version before.
+# The stalled rounds' jobs: made and on the bus an hour ago (outside every phase's bus delays),
+# in the same transaction that made them, so no relay starts their rounds: their messages are
+# "lost".
+LOST_MESSAGES = """
+UPDATE job_events SET occurred_at = now() - interval '1 hour 1 second',
+                      published_at = now() - interval '1 hour'
+ WHERE job_id = ANY(%(ids)s)
+"""
+# Each reopening, with the lease it ended: the job as it was at the version before. Counted in
+# the phase its lease ended in, so that a reopening held up past the phase's end still counts.
 OVERSHOOTS = """
 SELECT extract(epoch FROM r.occurred_at - (p.data->>'lease_expires_at')::timestamptz)::float
        AS seconds
   FROM job_events r
   JOIN job_events p ON p.job_id = r.job_id AND p.version = r.version - 1
  WHERE r.type = 'job.reopened'
-   AND r.occurred_at >= %(since)s AND r.occurred_at < %(until)s
+   AND (p.data->>'lease_expires_at')::timestamptz >= %(since)s
+   AND (p.data->>'lease_expires_at')::timestamptz < %(until)s
 """
 
 
@@ -75,6 +90,7 @@ class Phase:
     workers: int
     seconds: float
     kills: int
+    stalled_rounds: int
     events: int
     unpublished: int
     bus_p50_s: float
@@ -98,6 +114,7 @@ def measure(
     seconds: float,
     kills: int,
     people: tuple[int, int],
+    stalled_rounds: int = 0,
 ) -> Phase:
     window = {"since": since, "until": until}
     delays = sorted(r["seconds"] for r in conn.execute(BUS_DELAYS, window))
@@ -109,6 +126,7 @@ def measure(
         workers=people[1],
         seconds=seconds,
         kills=kills,
+        stalled_rounds=stalled_rounds,
         events=len(delays) + unpublished,
         unpublished=unpublished,
         bus_p50_s=percentile(delays, 50),
@@ -124,7 +142,12 @@ def now(conn: db.Connection) -> str:
 
 
 def run(
-    database_url: str, seconds: float, kills: int, businesses: int, workers: int
+    database_url: str,
+    seconds: float,
+    kills: int,
+    businesses: int,
+    workers: int,
+    stalled_rounds: int = 0,
 ) -> list[Phase]:
     log = hist.History()
     with tempfile.TemporaryDirectory(prefix="dispatch-outage-") as home:
@@ -156,8 +179,9 @@ def run(
                 print(
                     f"the same load with {kills} connection kills over {seconds:.0f} s", flush=True
                 )
-                killed = 0
                 rng = random.Random(7)
+                lose_offer_messages(conn, stalled_rounds, rng)
+                killed = 0
                 began = time.monotonic()
                 for n in range(kills):
                     # Spread over the phase, a little jitter: kills land mid-request.
@@ -173,11 +197,40 @@ def run(
                 counts = (businesses, workers)
                 steady = measure(conn, "steady", marks[0], marks[1], seconds, 0, counts)
                 under = measure(
-                    conn, "connection kills", marks[1], marks[2], seconds, killed, counts
+                    conn,
+                    "connection kills",
+                    marks[1],
+                    marks[2],
+                    seconds,
+                    killed,
+                    counts,
+                    stalled_rounds,
                 )
         finally:
             stop_stack(process)
     return [steady, under]
+
+
+def lose_offer_messages(conn: db.Connection, rounds: int, rng: random.Random) -> None:
+    """`rounds` open jobs near the soak's workers whose rounds started an hour ago and lost
+    their queue messages: each is a stalled round (offers/sql.py STALLED_ROUNDS)."""
+    start = time.time() + 3600
+    window = {
+        "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
+        "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + 7200)),
+    }
+    with conn.transaction():
+        ids = [
+            commands.create_job(
+                conn,
+                "outage-lost-messages",
+                CreateJob.model_validate(
+                    {"location": near_centre(rng), "skills": ["wash"], "window": window}
+                ),
+            ).id
+            for _ in range(rounds)
+        ]
+        conn.execute(LOST_MESSAGES, {"ids": ids})
 
 
 def kill_one(conn: db.Connection, patience_seconds: float = 2.0) -> bool:
@@ -211,7 +264,8 @@ def report(phases: list[Phase]) -> str:
         " sweep every"
         f" {SWEEP_SECONDS} s, catch-up relay every second), {steady.seconds:.0f} s steady, then"
         f" {under.seconds:.0f} s with {under.kills} of the application role's connections"
-        " terminated one at a time. Bus delay: commit to put on the bus; lease overshoot: a"
+        f" terminated one at a time and {under.stalled_rounds} offer rounds whose queue"
+        " messages were lost. Bus delay: commit to put on the bus; lease overshoot: a"
         " lease's end to its reopening.",
         "",
         "| phase | events | never on the bus | bus p50 s | bus p99 s | bus max s | reopened"
@@ -237,13 +291,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.outage", description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=40, help="length of each phase")
     parser.add_argument("--kills", type=int, default=50, help="connections terminated")
+    parser.add_argument(
+        "--stalled-rounds", type=int, default=300, help="offer rounds lost as the kills start"
+    )
     parser.add_argument("--businesses", type=int, default=4)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--quick", action="store_true", help="a short run that proves it works")
     args = parser.parse_args(argv)
     seconds, kills = (6, 5) if args.quick else (args.seconds, args.kills)
     with bench_database() as url:
-        phases = run(url, seconds, kills, args.businesses, args.workers)
+        phases = run(url, seconds, kills, args.businesses, args.workers, args.stalled_rounds)
     text = report(phases)
     print(text)
     RESULTS.mkdir(exist_ok=True)

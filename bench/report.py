@@ -70,8 +70,10 @@ SECTIONS = [
         "make bench-outage",
         "The soak's load on the local stack, steady and then while 50 of the application"
         " role's server connections are terminated one at a time (what a failover or a proxy"
-        " recycling its pool does). Bus delay is an event's commit to its put on the bus (the"
-        " publisher's own record), lease overshoot a lease's end to the sweeper's reopening."
+        " recycling its pool does) and 300 offer rounds have lost their queue messages (what a"
+        " kill -9 of the queue's stand-in leaves; the sweeper sends them on). Bus delay is an"
+        " event's commit to its put on the bus (the publisher's own record), lease overshoot a"
+        " lease's end to the sweeper's reopening, counted in the phase the lease ended in."
         " Baseline: the same load with no kills, in the same run.",
     ),
     (

@@ -1012,6 +1012,20 @@ CREATE TABLE public.offer_market (
 
 
 --
+-- Name: offer_rounds_resumed; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.offer_rounds_resumed (
+    job_id uuid NOT NULL,
+    job_version integer NOT NULL,
+    wave integer NOT NULL,
+    resumed_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT offer_rounds_resumed_version_positive CHECK ((job_version > 0)),
+    CONSTRAINT offer_rounds_resumed_wave_nonnegative CHECK ((wave >= 0))
+);
+
+
+--
 -- Name: offer_waves; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1179,6 +1193,14 @@ ALTER TABLE ONLY public.offer_events
 
 ALTER TABLE ONLY public.offer_market
     ADD CONSTRAINT offer_market_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: offer_rounds_resumed offer_rounds_resumed_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_rounds_resumed
+    ADD CONSTRAINT offer_rounds_resumed_pkey PRIMARY KEY (job_id, job_version);
 
 
 --
@@ -1560,6 +1582,14 @@ ALTER TABLE ONLY public.offer_events
 
 
 --
+-- Name: offer_rounds_resumed offer_rounds_resumed_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_rounds_resumed
+    ADD CONSTRAINT offer_rounds_resumed_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
+
+
+--
 -- Name: offer_waves offer_waves_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1761,6 +1791,13 @@ GRANT SELECT,DELETE ON TABLE public.job_offers TO dispatch_archivist;
 --
 
 GRANT SELECT,INSERT,UPDATE ON TABLE public.offer_market TO dispatch_app;
+
+
+--
+-- Name: TABLE offer_rounds_resumed; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.offer_rounds_resumed TO dispatch_app;
 
 
 --

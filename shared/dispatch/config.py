@@ -95,6 +95,11 @@ class Settings(BaseSettings):
     sweep_batch_size: int = Field(100, gt=0, validation_alias="DISPATCH_SWEEP_BATCH_SIZE")
     # Share of wall time the sweeper works through a backlog; it rests the remainder.
     sweep_duty: float = Field(0.25, gt=0, le=1, validation_alias="DISPATCH_SWEEP_DUTY")
+    # How often the sweeper runs (the template's schedule; the local stack's own period). Each
+    # duty besides the leases' gets a share of it (dispatch.sweeper.DUTY_SHARE).
+    sweep_interval_seconds: int = Field(
+        60, gt=0, validation_alias="DISPATCH_SWEEP_INTERVAL_SECONDS"
+    )
     # Outbox delivery. No queue URL: events stay in the table until a relay with one runs.
     outbox_queue_url: str | None = Field(None, validation_alias="OUTBOX_QUEUE_URL")
     event_bus_name: str = Field("dispatch", validation_alias="EVENT_BUS_NAME")

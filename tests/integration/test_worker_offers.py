@@ -156,13 +156,20 @@ def test_a_round_whose_wave_message_was_lost_goes_on_from_the_sweep(
         )
 
     def waves_ran_ago(job_id: UUID, seconds: int) -> None:
+        """The round's last step (a wave, or the sweeper's resend of one) that long ago."""
         conn.execute(
             "UPDATE offer_waves SET ran_at = now() - make_interval(secs => %s) WHERE job_id = %s",
             (seconds, job_id),
         )
+        conn.execute(
+            "UPDATE offer_rounds_resumed SET resumed_at = now() - make_interval(secs => %s)"
+            " WHERE job_id = %s",
+            (seconds, job_id),
+        )
 
     def resumed() -> list[WaveRequest]:
-        assert offer_waves.resume_stalled_rounds(conn, 100) >= 0
+        report = offer_waves.resume_stalled_rounds(conn, 100)
+        assert report.left == 0
         return [WaveRequest.model_validate_json(b) for b in on_the_queue(queues["offers"])]
 
     job_id, _ = open_job(conn)

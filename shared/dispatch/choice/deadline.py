@@ -8,6 +8,7 @@ racing it gives one winner); with nobody to pick, or without `auto_pick`, the bu
 assign, workers may still apply, until its window ends.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
@@ -31,10 +32,16 @@ class DeadlineReport:
     published: int
 
 
-def pass_deadlines(conn: Connection, batch_size: int) -> DeadlineReport:
+def pass_deadlines(
+    conn: Connection, batch_size: int, keep_going: Callable[[], bool] = lambda: True
+) -> DeadlineReport:
+    """Keep the deadlines that passed, a job at a time while `keep_going`; a job left is still
+    due on the next pass, and an event left unpublished is caught up there (stale events)."""
     picked = unfilled = 0
     touched: set[UUID] = set()
     for job in conn.execute(sql.DUE_CHOICES, {"batch_size": batch_size}).fetchall():
+        if not keep_going():
+            break
         touched.add(job["id"])
         if job["auto_pick"]:
             outcome = _pick(conn, job)
@@ -49,6 +56,8 @@ def pass_deadlines(conn: Connection, batch_size: int) -> DeadlineReport:
     touched.update(row["job_id"] for row in stale)
     published = 0
     for job_id in touched:
+        if not keep_going():
+            break
         try:
             published += commands.publish_events(conn, job_id)
         except Exception:  # the bus is out of reach: the next pass tries again

@@ -236,10 +236,12 @@ SELECT %(job_id)s, 'job.unfilled', %(version)s,
 # Rounds that stalled: the job is still open at the version whose event opened the round
 # (%(opening)s, already on the bus: the publisher started the round), its window has not ended,
 # the final check has not run (no offer_waves row past the last wave, %(waves)s), and its last
-# step (the latest wave, or the opening event when no wave ran) is older than %(stalled_s)s.
-# A wave message lost with its queue (the local stand-in under kill -9, or one dead-lettered
-# in AWS) leaves a round there for good; the sweeper sends its next wave again. A message that
-# is only late does no harm: a wave runs once per round (offer_waves primary key).
+# step (the latest wave, the sweeper's last resend of it, or the opening event when neither
+# happened) is older than %(stalled_s)s. A wave message lost with its queue (the local
+# stand-in under kill -9, or one dead-lettered in AWS) leaves a round there for good; the
+# sweeper sends its next wave again, and once per stall period only (RECORD_RESUMED): a resend
+# still waiting in a busy queue is not resent on every pass. A message that is only late does
+# no harm: a wave runs once per round (offer_waves primary key).
 STALLED_ROUNDS: LiteralString = """
 SELECT j.id AS job_id, j.version, w.wave AS last_wave,
        opened.data ->> 'offer_first_to' AS offer_first_to
@@ -247,12 +249,22 @@ SELECT j.id AS job_id, j.version, w.wave AS last_wave,
   JOIN job_events opened ON opened.job_id = j.id AND opened.version = j.version
  CROSS JOIN LATERAL (SELECT max(ow.wave) AS wave, max(ow.ran_at) AS ran_at FROM offer_waves ow
                       WHERE ow.job_id = j.id AND ow.job_version = j.version) w
+  LEFT JOIN offer_rounds_resumed r ON r.job_id = j.id AND r.job_version = j.version
  WHERE j.status = 'open' AND j.window_end > now()
    AND opened.type = ANY(%(opening)s) AND opened.published_at IS NOT NULL
    AND coalesce(w.wave, 0) <= %(waves)s
-   AND coalesce(w.ran_at, opened.published_at) < now() - make_interval(secs => %(stalled_s)s)
- ORDER BY coalesce(w.ran_at, opened.published_at)
+   AND greatest(w.ran_at, r.resumed_at, opened.published_at)
+       < now() - make_interval(secs => %(stalled_s)s)
+ ORDER BY greatest(w.ran_at, r.resumed_at, opened.published_at)
  LIMIT %(limit)s
+"""
+# The rounds whose next wave the offer queue took from the sweeper (only those: an entry the
+# queue refused is resent on the next pass), one row per round, so that STALLED_ROUNDS waits
+# a stall period before it resends the same round.
+RECORD_RESUMED: LiteralString = """
+INSERT INTO offer_rounds_resumed (job_id, job_version, wave)
+SELECT * FROM unnest(%(job_ids)s::uuid[], %(versions)s::integer[], %(waves)s::integer[])
+    ON CONFLICT (job_id, job_version) DO UPDATE SET wave = excluded.wave, resumed_at = now()
 """
 
 # The round's own small outbox: its events not yet on the bus, in the order written.

@@ -34,6 +34,7 @@ from dispatch.offers.sql import (
     MARK_PUBLISHED,
     OPEN_JOB,
     PENDING_EVENTS,
+    RECORD_RESUMED,
     STALLED_ROUNDS,
     START_WAVE,
     UNFILLED,
@@ -78,12 +79,27 @@ def first_wave(offer_first_to: str | None) -> int:
 STALLED_AFTER_S = 60
 
 
-def resume_stalled_rounds(conn: Connection, limit: int) -> int:
-    """Send the next wave again of every round that stalled (`STALLED_ROUNDS`): its message was
-    lost with its queue. How many were resumed; none without an offer queue."""
+# SendMessageBatch takes at most ten messages a call.
+SEND_BATCH = 10
+
+
+@dataclass(frozen=True)
+class ResumeReport:
+    resumed: int  # stalled rounds whose next wave the queue took
+    left: int  # stalled rounds found and not sent (refused, or the share ran out): next pass
+
+
+def resume_stalled_rounds(
+    conn: Connection, limit: int, keep_going: Callable[[], bool] = lambda: True
+) -> ResumeReport:
+    """Send the next wave again of the rounds that stalled (`STALLED_ROUNDS`): its message was
+    lost with its queue. Ten to a queue call while `keep_going`; each round the queue took is
+    recorded (`RECORD_RESUMED`) so that the next passes leave it alone for a stall period, and
+    a round whose entry was refused is not, so the next pass sends it again. None is sent
+    twice by one pass. Nothing without an offer queue."""
     s = settings()
     if not s.offer_queue_url:
-        return 0
+        return ResumeReport(0, 0)
     rows = conn.execute(
         STALLED_ROUNDS,
         {
@@ -93,17 +109,39 @@ def resume_stalled_rounds(conn: Connection, limit: int) -> int:
             "limit": limit,
         },
     ).fetchall()
-    for row in rows:
-        wave = (
-            first_wave(row["offer_first_to"]) if row["last_wave"] is None else row["last_wave"] + 1
+    stalled = [
+        WaveRequest(
+            job_id=row["job_id"],
+            version=row["version"],
+            wave=first_wave(row["offer_first_to"])
+            if row["last_wave"] is None
+            else row["last_wave"] + 1,
         )
-        request = WaveRequest(job_id=row["job_id"], version=row["version"], wave=wave)
-        sqs_schedule(request, 0)
-        logger.warning("offer round stalled: its next wave sent again",
-                       extra=request.model_dump(mode="json"))  # fmt: skip
-    if rows:
-        count("OfferRoundsResumed", len(rows))
-    return len(rows)
+        for row in rows
+    ]
+    resumed = 0
+    for start in range(0, len(stalled), SEND_BATCH):
+        if not keep_going():
+            break
+        sent = sqs_schedule_all(stalled[start : start + SEND_BATCH], 0)
+        if sent:
+            conn.execute(
+                RECORD_RESUMED,
+                {
+                    "job_ids": [r.job_id for r in sent],
+                    "versions": [r.version for r in sent],
+                    "waves": [r.wave for r in sent],
+                },
+            )
+        resumed += len(sent)
+        for request in sent:
+            logger.warning("offer round stalled: its next wave sent again",
+                           extra=request.model_dump(mode="json"))  # fmt: skip
+    if resumed:
+        count("OfferRoundsResumed", resumed)
+    if left := len(stalled) - resumed:
+        count("OfferRoundsLeft", left)
+    return ResumeReport(resumed, left)
 
 
 def start_round(event: Event) -> None:
@@ -136,6 +174,24 @@ def sqs_schedule(request: WaveRequest, delay_seconds: int) -> None:
         MessageBody=request.model_dump_json(),
         DelaySeconds=delay_seconds,
     )
+
+
+def sqs_schedule_all(requests: Sequence[WaveRequest], delay_seconds: int) -> list[WaveRequest]:
+    """Schedule up to ten wave requests in one queue call; the ones the queue took (each entry
+    it refused is logged: its round's next try is the caller's)."""
+    reply = aws.client("sqs").send_message_batch(
+        QueueUrl=settings().offer_queue_url,
+        Entries=[
+            {"Id": str(n), "MessageBody": r.model_dump_json(), "DelaySeconds": delay_seconds}
+            for n, r in enumerate(requests)
+        ],
+    )
+    for refused in reply.get("Failed", []):
+        request = requests[int(refused["Id"])]
+        why = {"code": refused.get("Code"), "error": refused.get("Message")}
+        logger.warning("offer queue refused a wave",
+                       extra={**request.model_dump(mode="json"), **why})  # fmt: skip
+    return [requests[int(taken["Id"])] for taken in reply.get("Successful", [])]
 
 
 def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: PutAll) -> WaveReport:

@@ -1,0 +1,165 @@
+"""One sweep pass (issue 34 point 8): the leases first and again last, whatever another duty
+does, and stalled offer rounds resent ten to a queue call, once each.
+
+Found from outside: after connection kills, sweeps ran 20-36 s apart and leases outlived their
+end by up to 19.6 s, the pass resending up to 100 stalled rounds one queue call at a time, and
+every one of them again on the next pass."""
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from dispatch import aws, db, sweeper
+from dispatch.offers.models import WaveRequest
+from dispatch.sweeper import SweepIncomplete, SweepReport
+from tests.integration.test_leases import expire
+from tests.integration.test_offers import open_job
+from tests.support import Api, on_the_queue, walk_to, worker
+
+LOCK_WAIT_POLLS = 600
+
+
+def published_ago(conn: db.Connection, seconds: int) -> None:
+    """Every job's opening event reached the bus this long ago (its round started then)."""
+    conn.execute(
+        "UPDATE job_events SET published_at = now() - make_interval(secs => %s)", (seconds,)
+    )
+
+
+def wait_until_blocked(conn: db.Connection, table: str) -> None:
+    """Until some session waits for a lock on `table` (polled: a state, not a time)."""
+    for _ in range(LOCK_WAIT_POLLS):
+        waiting = conn.execute(
+            "SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND relation = %s::regclass",
+            (table,),
+        ).fetchone()
+        if waiting and waiting["n"]:
+            return
+        threading.Event().wait(0.05)
+    pytest.fail(f"nobody waited for {table}")
+
+
+def test_a_lease_that_ends_while_another_duty_is_slow_is_reopened_by_the_same_pass(
+    api: Api, conn: db.Connection, database_url: str
+) -> None:
+    """The stalled rounds' read waits on a lock the test holds; meanwhile a second lease ends.
+    The pass reopens the first lease before that duty and the second after it."""
+    first = walk_to(api, "assigned", holder=worker("first"))
+    second = walk_to(api, "assigned", holder=worker("second"))
+    expire(conn, first["id"])
+    outcome: list[SweepReport | BaseException] = []
+
+    def run() -> None:
+        with db.connect(database_url) as own:  # the owner: no lock timeout, it waits
+            try:
+                outcome.append(sweeper.sweep(own))
+            except BaseException as error:
+                outcome.append(error)
+
+    with db.connect(database_url) as blocker:
+        with blocker.transaction():
+            blocker.execute("LOCK TABLE offer_rounds_resumed IN ACCESS EXCLUSIVE MODE")
+            thread = threading.Thread(target=run)
+            thread.start()
+            wait_until_blocked(conn, "offer_rounds_resumed")
+            expire(conn, second["id"])  # its lease ends while the pass is held up
+        thread.join()
+
+    (report,) = outcome
+    assert isinstance(report, SweepReport), report
+    assert report.reopened == 2
+    statuses = conn.execute(
+        "SELECT status FROM jobs WHERE id = ANY(%s)", ([first["id"], second["id"]],)
+    ).fetchall()
+    assert statuses == [{"status": "open"}, {"status": "open"}]
+
+
+def test_a_failing_duty_leaves_the_leases_and_the_other_duties_their_turn(
+    api: Api, conn: db.Connection, configure: Any, queues: dict[str, str]
+) -> None:
+    """The offer queue is gone (its send fails): the leases are reopened, the duties after it
+    run, and the run still fails, so the sweeper's alarm says so."""
+    held = walk_to(api, "assigned", holder=worker("holder"))
+    expire(conn, held["id"])
+    open_job(conn)
+    published_ago(conn, 3600)  # a stalled round to resend
+    configure(OFFER_QUEUE_URL=queues["offers"] + "-gone")
+
+    with pytest.raises(SweepIncomplete) as incomplete:
+        sweeper.sweep(conn)
+
+    assert incomplete.value.failed == ["stalled offer rounds"]
+    report = incomplete.value.report
+    assert (report.reopened, report.duties_failed, report.rounds_resumed) == (1, 1, 0)
+    reopened = conn.execute("SELECT status FROM jobs WHERE id = %s", (held["id"],)).fetchone()
+    assert reopened == {"status": "open"}
+
+
+@pytest.fixture
+def batch_calls() -> Iterator[tuple[list[int], set[UUID]]]:
+    """Each SendMessageBatch's number of entries, and the jobs whose entries the queue is to
+    refuse: their delay is made one the queue does not take (over 900 s), so the stand-in
+    answers those entries Failed, as SQS does, and takes the others."""
+    calls: list[int] = []
+    refuse: set[UUID] = set()
+
+    def watch(params: dict[str, Any], **_: Any) -> None:
+        calls.append(len(params["Entries"]))
+        for entry in params["Entries"]:
+            if WaveRequest.model_validate_json(entry["MessageBody"]).job_id in refuse:
+                entry["DelaySeconds"] = 901
+
+    events = aws.client("sqs").meta.events
+    events.register("before-parameter-build.sqs.SendMessageBatch", watch)
+    try:
+        yield calls, refuse
+    finally:
+        events.unregister("before-parameter-build.sqs.SendMessageBatch", watch)
+
+
+def test_stalled_rounds_go_ten_to_a_call_once_each_and_only_the_refused_again(
+    conn: db.Connection,
+    queues: dict[str, str],
+    configure: Any,
+    batch_calls: tuple[list[int], set[UUID]],
+) -> None:
+    # A share of the period no queue call outlasts on a loaded machine: this is about batches.
+    configure(DISPATCH_SWEEP_INTERVAL_SECONDS="3600")
+    calls, refuse = batch_calls
+    jobs = [open_job(conn)[0] for _ in range(105)]  # more than a pass takes (its batch, 100)
+    published_ago(conn, 3600)
+    refuse.update(jobs[n] for n in (0, 17, 58))
+    conn.execute(  # the oldest stalled: the first pass's hundred hold them
+        "UPDATE job_events SET published_at = published_at - interval '1 hour'"
+        " WHERE job_id = ANY(%s)",
+        (list(refuse),),
+    )
+
+    def sent() -> Counter[UUID]:
+        return Counter(
+            WaveRequest.model_validate_json(b).job_id for b in on_the_queue(queues["offers"])
+        )
+
+    report = sweeper.sweep(conn)
+    first = sent()
+    assert calls == [10] * 10
+    assert (report.rounds_resumed, report.rounds_left) == (97, 3)
+    assert set(first.values()) == {1}  # none twice
+    assert len(first) == 97 and not refuse & set(first)
+
+    calls.clear()
+    refuse.clear()  # the queue takes them now
+    report = sweeper.sweep(conn)
+    second = sent()
+    assert calls == [8]  # the three refused, and the five the first pass had no room for
+    assert (report.rounds_resumed, report.rounds_left) == (8, 0)
+    assert set(second.values()) == {1}
+    assert set(second) == set(jobs) - set(first)  # a round the queue took is not resent
+
+    calls.clear()
+    assert sweeper.sweep(conn).rounds_resumed == 0  # each resumed within the stall period
+    assert calls == [] and sent() == Counter()
