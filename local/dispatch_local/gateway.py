@@ -28,6 +28,7 @@ from urllib.parse import unquote
 import flask_swagger_ui
 from starlette import routing
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
@@ -43,6 +44,7 @@ from dispatch_local.template import (
     QueueConsumer,
     Route,
     Schedule,
+    default_route,
     find,
     handler_of,
     load_module,
@@ -209,6 +211,7 @@ def _drop_framework_validation_answers(document: dict[str, Any]) -> None:
 class Gateway:
     def __init__(self, environments: int = 8, readable_logs: bool = False) -> None:
         self.routes = routes()
+        self.default = default_route()
         self.schedules = schedules()
         self.consumers = queue_consumers()
         self._stop = threading.Event()
@@ -315,8 +318,8 @@ class Gateway:
         # too. Decoded before routing, so that the route whose roles are checked is the one the
         # function serves (`/jobs/%6Eearby` is the workers' nearby, never a job's id).
         path = unquote(path)
-        found = find(self.routes, method, path)
-        if found is None:
+        found = find(self.routes, method, path, self.default)
+        if found is None:  # a template with no $default route: API Gateway's own 404
             return _error(Code.NOT_FOUND, request_id)
         route, path_parameters = found
         claims = None
@@ -502,25 +505,44 @@ def app(gateway: Gateway, log_requests: bool = False) -> Any:
     push = [] if gateway.websocket is None else gateway.websocket.routes()
 
     async def unmatched(request: Request, _: Exception) -> Response:
-        # A path no pattern matches (a newline in it: `{path:path}` is `.*`, which stops at
-        # one) is still the gateway's to answer, in the contract's form, not Starlette's text.
+        # What no page or pattern takes (a newline in a path: `{path:path}` is `.*`, which
+        # stops at one; a method a page has not got) goes where API Gateway sends it: to the
+        # $default route, in the contract's body, never Starlette's 404 or 405 in plain text.
         return await function(request)
 
     pages = Starlette(
-        exception_handlers={404: unmatched},
+        exception_handlers={404: unmatched, 405: unmatched},
         routes=[
             *push,
-            routing.Route("/", home, methods=["GET"]),
-            routing.Route("/favicon.ico", favicon, methods=["GET"]),
-            routing.Route("/openapi.json", openapi, methods=["GET"]),
-            routing.Route("/asyncapi.json", asyncapi, methods=["GET"]),
-            routing.Route("/docs", docs, methods=["GET"]),
-            routing.Route("/docs/", docs, methods=["GET"]),
-            routing.Mount("/docs/assets", StaticFiles(directory=SWAGGER_UI_FILES)),
-            routing.Route("/{path:path}", function, methods=list(HTTP_METHODS)),
+            page("/", home),
+            page("/favicon.ico", favicon),
+            page("/openapi.json", openapi),
+            page("/asyncapi.json", asyncapi),
+            page("/docs", docs),
+            page("/docs/", docs),
+            routing.Mount("/docs/assets", GetOnlyFiles(directory=SWAGGER_UI_FILES)),
+            routing.Route("/{path:path}", function),  # every method
         ],
     )
     return RequestIds(pages, log_requests)
+
+
+def page(path: str, endpoint: Callable[[Request], Any]) -> routing.Route:
+    """A local page, for GET alone, as the console's page is in AWS (a GET route of the HTTP
+    API, which answers no HEAD for it): Starlette would answer HEAD too."""
+    route = routing.Route(path, endpoint, methods=["GET"])
+    route.methods = {"GET"}
+    return route
+
+
+class GetOnlyFiles(StaticFiles):
+    """Swagger UI's files, for GET alone, like the pages: any other method goes on to the
+    gateway's $default answer (a 405 here is handed to it), not StaticFiles' plain-text 405."""
+
+    async def get_response(self, path: str, scope: Any) -> Response:
+        if scope["method"] != "GET":
+            raise HTTPException(status_code=405)
+        return await super().get_response(path, scope)
 
 
 class RequestIds:
@@ -601,6 +623,3 @@ def http_protocol(log_requests: bool) -> type:
     except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
     return type("DispatchHttpProtocol", (NotHttpAnswered, Base), {"log_requests": log_requests})
-
-
-HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
