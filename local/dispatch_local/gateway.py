@@ -14,6 +14,7 @@ import html
 import json
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -108,10 +109,22 @@ token)</li>
 def _environment_started(readable_logs: bool = False) -> None:
     # Ctrl-C reaches the whole process group; the gateway, not each environment, handles it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_die_with_the_stack, args=(os.getppid(),), daemon=True).start()
     if readable_logs:
         from dispatch_local.logs import readable_function_logs
 
         readable_function_logs()
+
+
+def _die_with_the_stack(stack: int) -> None:
+    """An environment outlives a stack killed with -9 (nothing tells it), and would go on
+    holding its connections and its share of the machine: it watches for its parent to go."""
+    while os.getppid() == stack:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
+
+
+PARENT_CHECK_SECONDS = 0.5
 
 
 def invoke(function: Function, event: dict[str, Any], timeout_seconds: int = 29) -> Any:
