@@ -106,10 +106,12 @@ token)</li>
 </main></body></html>"""
 
 
-def _environment_started(readable_logs: bool = False) -> None:
+def _environment_started(stack: int, readable_logs: bool = False) -> None:
     # Ctrl-C reaches the whole process group; the gateway, not each environment, handles it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_die_with_the_stack, args=(os.getppid(),), daemon=True).start()
+    # The stack's pid as it was when it asked for this environment: one still starting when a
+    # kill -9 took the stack has a new parent already, and would watch that one.
+    threading.Thread(target=_die_with_the_stack, args=(stack,), daemon=True).start()
     if readable_logs:
         from dispatch_local.logs import readable_function_logs
 
@@ -233,7 +235,7 @@ class Gateway:
             max_workers=environments,
             mp_context=spawn,
             initializer=_environment_started,
-            initargs=(readable_logs,),
+            initargs=(os.getpid(), readable_logs),
         )
         # The queue consumers and the schedules have environments of their own, one per poller
         # and schedule, as each Lambda function has its own: a burst of HTTP requests never
@@ -242,7 +244,7 @@ class Gateway:
             max_workers=len(self.schedules) + sum(pollers(c) for c in self.consumers),
             mp_context=spawn,
             initializer=_environment_started,
-            initargs=(readable_logs,),
+            initargs=(os.getpid(), readable_logs),
         )
         self._openapi: dict[str, Any] | None = None
         self._asyncapi: bytes | None = None
