@@ -52,11 +52,18 @@ def asyncapi(_: argparse.Namespace) -> None:
 
 
 def dev(args: argparse.Namespace) -> None:
+    from dispatch_local import services
+
+    # Before anything starts or prints: a second stack in the same clone says where the first
+    # serves and leaves its state (stack.json, the embedded servers) alone.
+    if not services.hold_the_stack():
+        sys.exit(services.held_elsewhere())
+
     import warnings
 
     import uvicorn
 
-    from dispatch_local import gateway, services
+    from dispatch_local import gateway
 
     push_settings(args.port)  # before the services: the stack's record names them too
     found = services.start()

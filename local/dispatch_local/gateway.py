@@ -14,6 +14,7 @@ import html
 import json
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -28,6 +29,7 @@ from urllib.parse import unquote
 import flask_swagger_ui
 from starlette import routing
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
@@ -43,6 +45,7 @@ from dispatch_local.template import (
     QueueConsumer,
     Route,
     Schedule,
+    default_route,
     find,
     handler_of,
     load_module,
@@ -103,13 +106,27 @@ token)</li>
 </main></body></html>"""
 
 
-def _environment_started(readable_logs: bool = False) -> None:
+def _environment_started(stack: int, readable_logs: bool = False) -> None:
     # Ctrl-C reaches the whole process group; the gateway, not each environment, handles it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The stack's pid as it was when it asked for this environment: one still starting when a
+    # kill -9 took the stack has a new parent already, and would watch that one.
+    threading.Thread(target=_die_with_the_stack, args=(stack,), daemon=True).start()
     if readable_logs:
         from dispatch_local.logs import readable_function_logs
 
         readable_function_logs()
+
+
+def _die_with_the_stack(stack: int) -> None:
+    """An environment outlives a stack killed with -9 (nothing tells it), and would go on
+    holding its connections and its share of the machine: it watches for its parent to go."""
+    while os.getppid() == stack:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
+
+
+PARENT_CHECK_SECONDS = 0.5
 
 
 def invoke(function: Function, event: dict[str, Any], timeout_seconds: int = 29) -> Any:
@@ -238,6 +255,7 @@ def _drop_framework_validation_answers(document: dict[str, Any]) -> None:
 class Gateway:
     def __init__(self, environments: int = 8, readable_logs: bool = False) -> None:
         self.routes = routes()
+        self.default = default_route()
         self.schedules = schedules()
         self.consumers = queue_consumers()
         self._stop = threading.Event()
@@ -246,7 +264,7 @@ class Gateway:
             max_workers=environments,
             mp_context=spawn,
             initializer=_environment_started,
-            initargs=(readable_logs,),
+            initargs=(os.getpid(), readable_logs),
         )
         # The queue consumers and the schedules have environments of their own, one per poller
         # and schedule, as each Lambda function has its own: a burst of HTTP requests never
@@ -255,7 +273,7 @@ class Gateway:
             max_workers=len(self.schedules) + sum(pollers(c) for c in self.consumers),
             mp_context=spawn,
             initializer=_environment_started,
-            initargs=(readable_logs,),
+            initargs=(os.getpid(), readable_logs),
         )
         self._openapi: dict[str, Any] | None = None
         self._asyncapi: bytes | None = None
@@ -344,8 +362,8 @@ class Gateway:
         # too. Decoded before routing, so that the route whose roles are checked is the one the
         # function serves (`/jobs/%6Eearby` is the workers' nearby, never a job's id).
         path = unquote(path)
-        found = find(self.routes, method, path)
-        if found is None:
+        found = find(self.routes, method, path, self.default)
+        if found is None:  # a template with no $default route: API Gateway's own 404
             return _error(Code.NOT_FOUND, request_id)
         route, path_parameters = found
         claims = None
@@ -531,25 +549,44 @@ def app(gateway: Gateway, log_requests: bool = False) -> Any:
     push = [] if gateway.websocket is None else gateway.websocket.routes()
 
     async def unmatched(request: Request, _: Exception) -> Response:
-        # A path no pattern matches (a newline in it: `{path:path}` is `.*`, which stops at
-        # one) is still the gateway's to answer, in the contract's form, not Starlette's text.
+        # What no page or pattern takes (a newline in a path: `{path:path}` is `.*`, which
+        # stops at one; a method a page has not got) goes where API Gateway sends it: to the
+        # $default route, in the contract's body, never Starlette's 404 or 405 in plain text.
         return await function(request)
 
     pages = Starlette(
-        exception_handlers={404: unmatched},
+        exception_handlers={404: unmatched, 405: unmatched},
         routes=[
             *push,
-            routing.Route("/", home, methods=["GET"]),
-            routing.Route("/favicon.ico", favicon, methods=["GET"]),
-            routing.Route("/openapi.json", openapi, methods=["GET"]),
-            routing.Route("/asyncapi.json", asyncapi, methods=["GET"]),
-            routing.Route("/docs", docs, methods=["GET"]),
-            routing.Route("/docs/", docs, methods=["GET"]),
-            routing.Mount("/docs/assets", StaticFiles(directory=SWAGGER_UI_FILES)),
-            routing.Route("/{path:path}", function, methods=list(HTTP_METHODS)),
+            page("/", home),
+            page("/favicon.ico", favicon),
+            page("/openapi.json", openapi),
+            page("/asyncapi.json", asyncapi),
+            page("/docs", docs),
+            page("/docs/", docs),
+            routing.Mount("/docs/assets", GetOnlyFiles(directory=SWAGGER_UI_FILES)),
+            routing.Route("/{path:path}", function),  # every method
         ],
     )
     return RequestIds(pages, log_requests)
+
+
+def page(path: str, endpoint: Callable[[Request], Any]) -> routing.Route:
+    """A local page, for GET alone, as the console's page is in AWS (a GET route of the HTTP
+    API, which answers no HEAD for it): Starlette would answer HEAD too."""
+    route = routing.Route(path, endpoint, methods=["GET"])
+    route.methods = {"GET"}
+    return route
+
+
+class GetOnlyFiles(StaticFiles):
+    """Swagger UI's files, for GET alone, like the pages: any other method goes on to the
+    gateway's $default answer (a 405 here is handed to it), not StaticFiles' plain-text 405."""
+
+    async def get_response(self, path: str, scope: Any) -> Response:
+        if scope["method"] != "GET":
+            raise HTTPException(status_code=405)
+        return await super().get_response(path, scope)
 
 
 class RequestIds:
@@ -630,6 +667,3 @@ def http_protocol(log_requests: bool) -> type:
     except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
     return type("DispatchHttpProtocol", (NotHttpAnswered, Base), {"log_requests": log_requests})
-
-
-HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -18,7 +18,15 @@ from typing import Any
 
 from dispatch_local import samples, services
 from dispatch_local.events import LambdaContext, http_api_event
-from dispatch_local.template import Function, Route, find, handler_of, load_template, routes
+from dispatch_local.template import (
+    Function,
+    Route,
+    default_route,
+    find,
+    handler_of,
+    load_template,
+    routes,
+)
 from dispatch_local.tokens import as_api_gateway_claims
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -43,6 +51,7 @@ class Api:
 
     def __init__(self) -> None:
         self.routes = routes()
+        self.default = default_route()
 
     def call(
         self, method: str, path: str, who: Who | None = None, body: Any = None, **options: Any
@@ -69,7 +78,7 @@ class Api:
         headers: dict[str, str] | None = None,
     ) -> tuple[Route, dict[str, Any]]:
         """The route and the event API Gateway would hand its function for this request."""
-        found = find(self.routes, method, path.split("?")[0])
+        found = find(self.routes, method, path.split("?")[0], self.default)
         if found is None:
             raise UnknownFunction(f"no route for {method} {path}")
         route, params = found

@@ -2,10 +2,11 @@
 or embedded ones (Postgres, Redis, moto for AWS); and the record a running local stack leaves
 of them, so that `dispatch invoke` and `dispatch env-json` point at the same ones."""
 
+import fcntl
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from dispatch_local import home
 
@@ -113,13 +114,46 @@ def record_path() -> Path:
     return home() / "stack.json"
 
 
+def lock_path() -> Path:
+    return home() / "stack.lock"
+
+
+_held: list[IO[str]] = []  # the lock, open for as long as this process serves
+
+
+def hold_the_stack() -> bool:
+    """One stack per DISPATCH_HOME (per clone): True when this process now holds the lock, for
+    as long as it lives; False when another process does. The kernel releases it when its
+    holder dies, kill -9 included, so a dead stack never keeps the next from starting."""
+    lock = lock_path().open("a")  # not inherited by the processes the stack starts (PEP 446)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return False
+    _held.append(lock)
+    return True
+
+
+def held_elsewhere() -> str:
+    """What a second `dispatch dev` says: where the stack that holds the lock serves."""
+    found = _record()
+    if found is None:  # the holder has not recorded itself yet: it is starting
+        return f"a stack is already starting in this clone (its state: {home()})"
+    return f"a stack is already serving this clone at {found['url']} (pid {found['pid']})"
+
+
 def record(services: dict[str, str], url: str) -> None:
-    """A running stack says where its services are (removed when it stops)."""
+    """A running stack says where its services are (removed when it stops); only the holder
+    of the lock writes it."""
+    if not _held:
+        raise RuntimeError("only the process holding the stack's lock records it")
     record_path().write_text(json.dumps({"pid": os.getpid(), "url": url, "services": services}))
 
 
 def forget() -> None:
-    record_path().unlink(missing_ok=True)
+    if _held:  # the lock's holder's record, no one else's
+        record_path().unlink(missing_ok=True)
 
 
 def running() -> dict[str, str] | None:

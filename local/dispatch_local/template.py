@@ -55,7 +55,7 @@ class Route(Function):
 
     @property
     def route_key(self) -> str:
-        return f"{self.method} {self.path}"
+        return DEFAULT_ROUTE if self.path == DEFAULT_ROUTE else f"{self.method} {self.path}"
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -89,7 +89,24 @@ def _events(
                 yield function, event.get("Properties", {})
 
 
+# The route API Gateway hands every request no other route has (any method, any path).
+DEFAULT_ROUTE = "$default"
+
+
 def routes(template: dict[str, Any] | None = None) -> list[Route]:
+    """The template's routes, each a method and a path; the $default route is not one of them
+    (default_route)."""
+    found = [r for r in _all_routes(template) if r.path != DEFAULT_ROUTE]
+    # Literal segments before parameters, as API Gateway prefers the most specific route.
+    return sorted(found, key=lambda r: (r.path.count("{"), r.path))
+
+
+def default_route(template: dict[str, Any] | None = None) -> Route | None:
+    """The function that answers what no route has, if the template names one."""
+    return next((r for r in _all_routes(template) if r.path == DEFAULT_ROUTE), None)
+
+
+def _all_routes(template: dict[str, Any] | None) -> list[Route]:
     found: list[Route] = []
     for function, event in _events(template, ("HttpApi",)):
         auth = (event.get("Auth") or {}).get("Authorizer")
@@ -101,8 +118,7 @@ def routes(template: dict[str, Any] | None = None) -> list[Route]:
                 authorized=auth != "NONE",
             )
         )
-    # Literal segments before parameters, as API Gateway prefers the most specific route.
-    return sorted(found, key=lambda r: (r.path.count("{"), r.path))
+    return found
 
 
 @dataclass(frozen=True)
@@ -159,12 +175,16 @@ def queue_consumers(template: dict[str, Any] | None = None) -> list[QueueConsume
     return found
 
 
-def find(all_routes: list[Route], method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+def find(
+    all_routes: list[Route], method: str, path: str, default: Route | None = None
+) -> tuple[Route, dict[str, str]] | None:
+    """The route a request takes and its path parameters; else the $default route (`default`),
+    as API Gateway hands it every method and path no route has."""
     for route in all_routes:
         params = route.match(method, path)
         if params is not None:
             return route, params
-    return None
+    return None if default is None else (default, {})
 
 
 @cache

@@ -1,18 +1,26 @@
 """`make dev` as a newcomer sees it: it serves with the `local` extra alone (what `make dev`
 installs), prints one readable line per request with its id, and nothing else unasked: no
-JSON, no Python dict from the sweeper, no XDG_RUNTIME_DIR warning."""
+JSON, no Python dict from the sweeper, no XDG_RUNTIME_DIR warning; and one stack per clone."""
 
+import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
+import requests
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from dispatch_local.stack import start_stack, stop_stack
+from dispatch_local import REPO_ROOT
+from dispatch_local.stack import free_port, start_stack, stop_stack
 from tests.e2e.client import Client
 from tests.e2e.test_gateway import raw
 from tests.support import job_body
@@ -134,3 +142,64 @@ def test_make_dev_serves_with_the_local_extra_alone_and_logs_each_request(
         assert not line.lstrip().startswith("{"), f"JSON in make dev's output: {line}"
         assert "XDG_RUNTIME_DIR" not in line
         assert len(line) < 300, f"not one readable line: {line}"
+
+
+def dispatch(home: Path, *arguments: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`dispatch ...` from the repository, as a terminal in the clone would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "dispatch_local.cli", *arguments],
+        cwd=REPO_ROOT,
+        env={**os.environ, "DISPATCH_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_one_stack_per_clone_and_a_kill_9_leaves_nothing_behind(
+    admin_url: str, tmp_path_factory: pytest.TempPathFactory, aws_stand_in: str
+) -> None:
+    """A second `make dev` in the same clone (found from outside: it printed the banner, failed
+    on the busy port, and deleted the first one's stack.json on its way out) says at once where
+    the first serves and exits non-zero, the first's state untouched; after a kill -9 of the
+    first, its environments and moto go too, and a new stack starts in its place."""
+    from tests.conftest import create_database, drop_database
+
+    home = tmp_path_factory.mktemp("one-stack-home")
+    database = create_database(admin_url)
+    own_moto = {"AWS_ENDPOINT_URL": ""}  # a child of the stack, to see it go with it
+    url, first = start_stack(database, home, **own_moto)
+    started = [first]
+    try:
+        record = (home / "stack.json").read_text()
+        for port in (urlsplit(url).port, free_port()):  # its port, or another: one per clone
+            began = time.monotonic()
+            second = dispatch(home, "dev", "--port", str(port))
+            assert second.returncode != 0
+            assert time.monotonic() - began < 20  # at once: no services, no banner
+            said = f"a stack is already serving this clone at {url} (pid {first.pid})"
+            assert said in second.stderr, second.stderr
+            assert "Dispatch API on" not in second.stdout + second.stderr
+            assert (home / "stack.json").read_text() == record
+        assert requests.get(f"{url}/health", timeout=10).status_code == 200
+        assert dispatch(home, "url").stdout.strip() == url
+
+        children = psutil.Process(first.pid).children(recursive=True)
+        assert len(children) >= 3  # moto and the environments that served /health
+        first.kill()  # kill -9 of the stack alone: nothing tells its children
+        first.wait(timeout=10)
+        _, alive = psutil.wait_procs(children, timeout=15)
+        assert not alive, [p.cmdline() for p in alive]
+
+        again_url, again = start_stack(database, home, port=urlsplit(url).port, **own_moto)
+        started.append(again)
+        assert again_url == url
+        assert json.loads((home / "stack.json").read_text())["pid"] == again.pid
+        assert dispatch(home, "url").stdout.strip() == url
+        stop_stack(again)
+        assert dispatch(home, "url").returncode != 0  # a stopped stack leaves no record
+    finally:
+        for process in started:
+            if process.poll() is None:
+                stop_stack(process)
+        drop_database(admin_url, database)

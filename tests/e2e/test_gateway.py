@@ -112,3 +112,43 @@ def test_a_path_is_handed_over_percent_decoded_as_api_gateway_does(stack: str) -
     # the one that answers (an encoded letter once took a business past nearby's worker gate).
     sneaked = owner.send("GET", "/jobs/%6Eearby?lat=12.9716&lng=77.5946", key=None)
     assert (sneaked.status_code, sneaked.json()["error"]["code"]) == (403, "FORBIDDEN")
+
+
+def test_a_method_or_route_no_route_has_gets_the_contracts_404_as_in_aws(stack: str) -> None:
+    """The template's $default route (the health function) answers every method and path no
+    route has, in AWS and here alike: 404 NOT_FOUND in the contract's body, never a plain-text
+    405 whose `allow` lists methods that answer 404 (found from outside). HTTP APIs answer no
+    HEAD for a GET route, and the local pages are GET alone, as the console's page in AWS."""
+    seen = []
+    for method, path in [
+        ("TRACE", "/health"),
+        ("PROPFIND", "/jobs"),
+        ("TRACE", "/"),
+        ("PATCH", "/jobs/00000000-0000-7000-8000-000000000000"),
+        ("GET", "/no/such/route"),
+        ("GET", "/health/"),
+        ("POST", "/openapi.json"),
+        ("DELETE", "/docs"),
+        ("PUT", "/docs/assets/swagger-ui.css"),
+        ("OPTIONS", "/asyncapi.json"),
+        ("POST", "/health"),
+    ]:
+        reply = requests.request(method, f"{stack}{path}", timeout=10)
+        assert "allow" not in reply.headers, (method, path)
+        seen.append(error_of(reply, 404, "NOT_FOUND"))
+    for path in ("/health", "/", "/openapi.json", "/docs", "/docs/assets/swagger-ui.css"):
+        head = requests.head(f"{stack}{path}", timeout=10)
+        assert head.status_code == 404, (path, head.status_code)
+        assert head.headers["Content-Type"].startswith("application/json")
+        assert "allow" not in head.headers
+        seen.append(head.headers["apigw-requestid"])
+        # The same path with GET still answers: HEAD is refused, not the path.
+        assert requests.get(f"{stack}{path}", timeout=10).status_code == 200, path
+    status, headers, body = raw(
+        stack, b"CONNECT /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    assert status.startswith("HTTP/1.1 404"), status
+    assert "allow" not in headers
+    error = json.loads(body)["error"]
+    assert (error["code"], error["request_id"]) == ("NOT_FOUND", headers["apigw-requestid"])
+    assert len(set(seen)) == len(seen)

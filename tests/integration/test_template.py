@@ -9,7 +9,14 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from dispatch_local import REPO_ROOT, settings_not_needed
-from dispatch_local.template import handler_of, load_module, load_template, routes
+from dispatch_local.template import (
+    default_route,
+    handler_of,
+    load_module,
+    load_template,
+    routes,
+)
+from tests.support import Api
 
 # The contract's routes that exist so far, each served by exactly one function.
 SERVED = {
@@ -50,6 +57,34 @@ def test_only_health_and_the_console_page_are_public() -> None:
     """The console's page holds no data: every call it makes needs an ops token."""
     public = {r.route_key for r in routes() if not r.authorized}
     assert public == {"GET /health", "GET /console", "GET /console/{asset}"}
+
+
+def test_what_no_route_has_goes_to_the_default_route_and_gets_the_contracts_404(
+    api: Api,
+) -> None:
+    """The $default route (any method, any path, no token) is the health function's, whose
+    resolver answers what it has no route for with 404 NOT_FOUND in the error body: in AWS a
+    request no route matches gets that, not API Gateway's own {"message":"Not Found"}."""
+    found = default_route()
+    assert found is not None
+    assert (found.function, found.route_key, found.authorized) == (
+        "HealthFunction",
+        "$default",
+        False,
+    )
+    for method, path in [
+        ("TRACE", "/health"),
+        ("CONNECT", "/health"),
+        ("PROPFIND", "/jobs"),
+        ("HEAD", "/health"),  # an HTTP API's GET route takes no HEAD
+        ("PATCH", "/jobs/00000000-0000-7000-8000-000000000000"),
+        ("GET", "/no/such/route"),
+    ]:
+        route, event = api.event(method, path, key=None)
+        assert (route.function, event["routeKey"]) == ("HealthFunction", "$default")
+        reply = api.call(method, path, key=None)
+        assert (reply.status, reply.code) == (404, "NOT_FOUND"), (method, path, reply.body)
+    assert api.call("GET", "/health", key=None).status == 200
 
 
 def test_functions_live_where_the_layout_says() -> None:
