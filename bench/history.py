@@ -500,22 +500,33 @@ def build(
     progress: Callable[[str], None],
     prefix: str = "dispatch_bench",
 ) -> tuple[str, str]:
-    """(empty, history): the empty one made anew, the history one reused when it matches."""
+    """(empty, history): the history one reused when it matches, the empty one made anew
+    after it (their current states written moments apart)."""
+    history = _history(admin, days, jobs_per_day, progress, prefix)
     empty = _create(admin, f"{prefix}_empty")
     with db.connect(empty) as conn:
         conn.execute(history_load.WORKERS_SQL, {"workers": history_load.WORKERS})
         conn.commit()
         history_load.current(conn)
     history_load.analyze(empty)
+    return empty, history
+
+
+def _history(
+    admin: str, days: int, jobs_per_day: int, progress: Callable[[str], None], prefix: str
+) -> str:
     suffix = "" if jobs_per_day == history_load.JOBS_PER_DAY else f"_{jobs_per_day}"
     name = f"{prefix}_history_{days}{suffix}"
-    holds = f"days={days} jobs_per_day={jobs_per_day} schema={schema_version()}"
+    holds = (
+        f"days={days} jobs_per_day={jobs_per_day} schema={schema_version()}"
+        f" loader={history_load.VERSION}"
+    )
     if _exists(admin, name) == holds:
         progress(f"{name}: reused ({holds})")
         url = _database(admin, name)
         _current_anew(url)
         history_load.analyze(url)
-        return empty, url
+        return url
     progress(f"{name}: loading {days} days of {jobs_per_day:,} jobs")
     url = _create(admin, name)
     started = time.monotonic()
@@ -523,7 +534,7 @@ def build(
     progress(f"{name}: loaded in {time.monotonic() - started:.0f} s")
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"COMMENT ON DATABASE \"{name}\" IS '{holds}'")  # type: ignore[arg-type]
-    return empty, url
+    return url
 
 
 @dataclass

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dispatch import db
 
 JOBS_PER_DAY = 50_000
+VERSION = 2  # of what the loader writes: a history database of another version is loaded anew
 WORKERS = 5_000
 BUSINESSES = 500
 OFFERS_PER_JOB = 6  # first-come jobs; a choice job is offered to its applicants' share
@@ -100,6 +101,8 @@ def _stories_values() -> str:
 # One day's jobs, planned in a temporary table: who posts, where, when (a business-hours
 # profile: most posted between 08:00 and 18:00 UTC), its story, its holders.
 PLAN = f"""
+-- A day is the same whatever else is loaded.
+SELECT setseed(1.0 / (1 + %(day_number)s));
 CREATE TEMP TABLE plan ON COMMIT DROP AS
 SELECT pg_temp.uuid7_at(created_at) AS id, s.*, st.final, st.types,
        cardinality(st.types) AS version
@@ -119,7 +122,7 @@ SELECT pg_temp.uuid7_at(created_at) AS id, s.*, st.final, st.types,
                1 + floor(random() * %(workers)s)::int AS second_worker,
                {METRO[0]} + (random() - 0.5) * 0.36 AS lat,
                {METRO[1]} + (random() - 0.5) * 0.36 AS lng
-          FROM generate_series(1, %(jobs)s) g, LATERAL (SELECT random() AS u) r
+          FROM (SELECT g, random() AS u FROM generate_series(1, %(jobs)s) g) r
       ) picked
   ) s
   JOIN ({_stories_values()}) AS st(name, final, types) ON st.name = s.story;
@@ -130,7 +133,11 @@ UPDATE plan SET holder = 'w-' || worker,
                 first_holder = 'w-' || (1 + mod(second_worker + worker, %(workers)s));
 -- A worker holds one live job at a time (jobs_one_live_job_per_worker): the day's completed
 -- jobs are taken in turns, each worker's jobs one turn after another.
-ALTER TABLE plan ADD COLUMN turn integer;
+ALTER TABLE plan ADD COLUMN turn integer, ADD COLUMN before_photo uuid,
+                 ADD COLUMN after_photo uuid;
+UPDATE plan SET before_photo = pg_temp.uuid7_at(created_at + interval '40 minutes'),
+                after_photo = pg_temp.uuid7_at(created_at + interval '80 minutes')
+ WHERE final = 'completed';
 UPDATE plan SET turn = t.turn
   FROM (SELECT id, row_number() OVER (PARTITION BY holder ORDER BY created_at) AS turn
           FROM plan WHERE final = 'completed') t
@@ -179,7 +186,7 @@ SELECT pg_temp.uuid7_at(o.created_at), o.job_id, 'offer.created', 1, o.created_a
                                                     'distance_m',
                                                     round(o.distance_m::numeric, 1),
                                                     'rating', NULL, 'min_rating', NULL)),
-       o.created_at + interval '1 second', pg_current_xact_id()
+       o.created_at + interval '1 second', %(tx)s::xid8
   FROM job_offers o JOIN plan p ON p.id = o.job_id JOIN jobs j ON j.id = o.job_id
 """
 
@@ -193,17 +200,20 @@ SELECT p.id, CASE WHEN a = 1 THEN p.holder
   FROM plan p, generate_series(1, {APPLICANTS}) a
  WHERE p.choice
 ON CONFLICT DO NOTHING;
-INSERT INTO offer_events (id, job_id, type, version, actor, occurred_at, data, published_at)
+INSERT INTO offer_events (id, job_id, type, version, actor, occurred_at, data, published_at,
+                          tx)
 SELECT pg_temp.uuid7_at(a.applied_at), a.job_id, 'application.created', 1, a.worker_id,
-       a.applied_at, dispatch_application_json(a)::jsonb, a.applied_at + interval '1 second'
+       a.applied_at, dispatch_application_json(a)::jsonb, a.applied_at + interval '1 second',
+       %(tx)s::xid8
   FROM job_applications a JOIN plan p ON p.id = a.job_id
 """
 
 # The expired ones' round ended unfilled.
 UNFILLED = """
-INSERT INTO offer_events (id, job_id, type, version, occurred_at, data, published_at)
+INSERT INTO offer_events (id, job_id, type, version, occurred_at, data, published_at, tx)
 SELECT pg_temp.uuid7_at(p.window_end), p.id, 'job.unfilled', 1, p.window_end,
-       jsonb_build_object('waves', 2, 'offered', 6), p.window_end + interval '1 second'
+       jsonb_build_object('waves', 2, 'offered', 6), p.window_end + interval '1 second',
+       %(tx)s::xid8
   FROM plan p WHERE p.final = 'expired'
 """
 
@@ -212,23 +222,24 @@ SELECT pg_temp.uuid7_at(p.window_end), p.id, 'job.unfilled', 1, p.window_end,
 PHOTOS = """
 INSERT INTO workers (id) SELECT DISTINCT holder FROM plan ON CONFLICT DO NOTHING;
 INSERT INTO photos (id, owner_id, s3_key, content_type, created_at)
-SELECT pg_temp.uuid7_at(p.created_at + interval '40 minutes'), p.holder,
-       'photos/' || p.id || '/' || slot, 'image/jpeg', p.created_at + interval '40 minutes'
-  FROM plan p, (VALUES ('before'), ('after')) s(slot) WHERE p.final = 'completed'
+SELECT photo, p.holder, 'photos/' || p.id || '/' || slot, 'image/jpeg', at
+  FROM plan p,
+       LATERAL (VALUES (p.before_photo, 'before', p.created_at + interval '40 minutes'),
+                       (p.after_photo, 'after', p.created_at + interval '80 minutes'))
+           AS s(photo, slot, at)
+ WHERE p.final = 'completed'
 """
 TURNS = "SELECT coalesce(max(turn), 0) AS turns FROM plan"
 TAKEN = """
 UPDATE jobs j SET status = 'assigned', assignee_id = p.holder,
                   lease_expires_at = now() + interval '1 hour', version = 2
   FROM plan p WHERE p.id = j.id AND p.turn = %(turn)s;
-UPDATE jobs j SET before_photo_id = ph.id
-  FROM plan p JOIN photos ph ON ph.s3_key = 'photos/' || p.id || '/before'
- WHERE p.id = j.id AND p.turn = %(turn)s;
+UPDATE jobs j SET before_photo_id = p.before_photo
+  FROM plan p WHERE p.id = j.id AND p.turn = %(turn)s;
 UPDATE jobs j SET status = 'in_progress', lease_expires_at = NULL
   FROM plan p WHERE p.id = j.id AND p.turn = %(turn)s;
-UPDATE jobs j SET after_photo_id = ph.id
-  FROM plan p JOIN photos ph ON ph.s3_key = 'photos/' || p.id || '/after'
- WHERE p.id = j.id AND p.turn = %(turn)s;
+UPDATE jobs j SET after_photo_id = p.after_photo
+  FROM plan p WHERE p.id = j.id AND p.turn = %(turn)s;
 UPDATE jobs j SET status = 'completed'
   FROM plan p WHERE p.id = j.id AND p.turn = %(turn)s
 """
@@ -250,9 +261,9 @@ UPDATE workers w SET ratings = w.ratings + r.n, stars = w.stars + r.stars
 # status, version and holder of that moment), by whom the product names.
 EVENTS = """
 INSERT INTO job_events (id, job_id, type, version, actor, occurred_at, data, published_at,
-                        relayed_at)
+                        relayed_at, tx)
 SELECT pg_temp.uuid7_at(at), id, type, v, actor, at, data, at + interval '1 second',
-       at + interval '1 second'
+       at + interval '1 second', %(tx)s::xid8
   FROM (
     SELECT p.id, t.type, t.v,
            p.created_at + (t.v - 1) * interval '20 minutes' AS at,
@@ -290,10 +301,14 @@ SELECT p.business_id, 'post-' || p.id, md5(p.id::text), 201, '{}', p.created_at
   FROM plan p WHERE p.created_at > now() - interval '24 hours'
 """
 
-BEFORE_TAKEN = (PLAN, JOBS_OPEN, OFFERS, APPLICATIONS, UNFILLED, PHOTOS)
+# The day's jobs counted before the triggers and foreign keys look them up one row at a time:
+# a plan made while the planner believed the table empty scans it for every row it checks.
+STATISTICS = "ANALYZE jobs"
+BEFORE_TAKEN = (PLAN, JOBS_OPEN, STATISTICS, OFFERS, APPLICATIONS, UNFILLED, PHOTOS, STATISTICS)
 AFTER_TAKEN = (FINAL_SQL, EVENTS, KEYS)
 
-# The current state, the same with or without history: jobs posted in the last hours, open
+# The current state, the same with or without history (its leases and deadlines hold for hours,
+# so it stays the same while a long run measures): jobs posted in the last hours, open
 # (first come and choice, a few past their deadline with applicants), held (some leases run
 # out), in progress; workers online (push connections); the businesses' rosters; the market's
 # last fit.
@@ -318,7 +333,7 @@ SELECT id, business_id, lat, lng, '{wash}', created_at, now() + interval '3 hour
        CASE WHEN kind IN ('due', 'choosing') THEN g % 2 = 0 END,
        CASE WHEN kind IN ('due', 'choosing') THEN 900 END,
        CASE WHEN kind = 'due' THEN now() - interval '1 minute'
-            WHEN kind = 'choosing' THEN now() + interval '10 minutes' END,
+            WHEN kind = 'choosing' THEN now() + interval '2 hours' END,
        created_at, created_at
   FROM now_plan;
 INSERT INTO job_applications (job_id, worker_id, applied_at)
@@ -333,7 +348,7 @@ SELECT a.job_id, 'application.created', 1, a.worker_id, a.applied_at,
   FROM job_applications a JOIN now_plan p ON p.id = a.job_id;
 UPDATE jobs j SET status = 'assigned', assignee_id = p.holder, version = 2,
                   lease_expires_at = CASE WHEN p.kind = 'lapsed' THEN now() + interval '1 second'
-                                          ELSE now() + interval '4 minutes' END
+                                          ELSE now() + interval '2 hours' END
   FROM now_plan p WHERE p.id = j.id AND p.kind IN ('lapsed', 'assigned', 'in_progress');
 INSERT INTO photos (owner_id, s3_key, content_type)
 SELECT holder, 'photos/' || id || '/before', 'image/jpeg' FROM now_plan
@@ -392,11 +407,18 @@ def load(
     with db.connect(url) as conn:
         conn.execute(WORKERS_SQL, {"workers": WORKERS})
         conn.commit()
+        horizon = _horizon(conn)
         for day in range(days, 0, -1):
             started = time.monotonic()
             with conn.transaction():
                 conn.execute(UUID7_AT)
-                params = {"day": _day(conn, day), "jobs": jobs_per_day, "workers": WORKERS}
+                params = {
+                    "day": _day(conn, day),
+                    "day_number": day,
+                    "tx": str(horizon - day),
+                    "jobs": jobs_per_day,
+                    "workers": WORKERS,
+                }
                 for statement in _statements(BEFORE_TAKEN):
                     conn.execute(statement, params)  # type: ignore[arg-type]
                 turns = conn.execute(TURNS).fetchone()
@@ -432,6 +454,18 @@ def analyze(url: str) -> None:
     with db.connect(url) as conn:
         conn.autocommit = True
         conn.execute("VACUUM ANALYZE")
+
+
+def _horizon(conn: db.Connection) -> int:
+    """The oldest transaction still running now. A past day's events carry a transaction id
+    below it (`horizon - day`, in the days' order): they were written by transactions long
+    finished, whatever else runs on the server (the event stream reads only the events of
+    finished transactions; the loading transaction itself is not one of those while another
+    session's transaction older than it runs)."""
+    row = conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin").fetchone()
+    conn.commit()
+    assert row is not None
+    return int(row["xmin"])
 
 
 def _day(conn: db.Connection, day: int) -> str:
