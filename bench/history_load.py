@@ -303,7 +303,7 @@ SELECT p.business_id, 'post-' || p.id, md5(p.id::text), 201, '{}', p.created_at
 
 # The day's jobs counted before the triggers and foreign keys look them up one row at a time:
 # a plan made while the planner believed the table empty scans it for every row it checks.
-STATISTICS = "ANALYZE jobs"
+STATISTICS = "ANALYZE jobs, photos"
 BEFORE_TAKEN = (PLAN, JOBS_OPEN, STATISTICS, OFFERS, APPLICATIONS, UNFILLED, PHOTOS, STATISTICS)
 AFTER_TAKEN = (FINAL_SQL, EVENTS, KEYS)
 
@@ -423,9 +423,15 @@ def load(
                     conn.execute(statement, params)  # type: ignore[arg-type]
                 turns = conn.execute(TURNS).fetchone()
                 assert turns is not None
+                # A turn is a few thousand jobs among all days': by their keys, not by a hash of
+                # the whole table once per statement (a day's load grew with the days before).
+                conn.execute("SET LOCAL enable_hashjoin = off")
+                conn.execute("SET LOCAL enable_mergejoin = off")
                 for turn in range(1, turns["turns"] + 1):
                     for statement in _statements((TAKEN,)):
                         conn.execute(statement, {"turn": turn})  # type: ignore[arg-type]
+                conn.execute("SET LOCAL enable_hashjoin = on")
+                conn.execute("SET LOCAL enable_mergejoin = on")
                 for statement in _statements(AFTER_TAKEN):
                     conn.execute(statement, params)  # type: ignore[arg-type]
             progress(
