@@ -327,9 +327,11 @@ def write_section(name: str, output: Path | None = None) -> Path:
         end = next(
             (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
         )
-    else:  # before the simulated district, which closes the file
+    else:  # where the whole report puts it: before the next section there, or the district
+        names = [n for n, *_ in SECTIONS]
+        later = [f"## {t}" for n, t, *_ in SECTIONS[names.index(name) + 1 :]]
         start = end = next(
-            (i for i, line in enumerate(lines) if line == "## The simulated district"),
+            (i for i, line in enumerate(lines) if line in [*later, "## The simulated district"]),
             len(lines),
         )
     output.write_text("\n".join([*lines[:start], *section, *lines[end:]]) + "\n")
