@@ -158,8 +158,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     },
     "dispatch.jobs.sql.JOB_BY_ID": lambda f: {"job_id": f["working"]["id"]},
     "dispatch.jobs.sql.EVENTS_OF_JOB": lambda f: {
-        "job_id": f["working"]["id"], "everything": True, "caller_id": "ops",
+        "job_id": f["working"]["id"], "everything": True, "caller_id": "ops", "through": None,
     },
+    "dispatch.jobs.sql.HOLD_ENDED": lambda f: {"job_id": f["working"]["id"], "worker_id": WORKER},
     "dispatch.jobs.sql.TRANSITION_JOB": lambda f: _change(
         "job.checked_in", f["held"]["assignee_id"], job_id=f["held"]["id"], target="assigned",
         sources=["assigned"], version=f["held"]["version"], actor_kind="assignee", needs=None,
@@ -270,6 +271,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "dispatch.offers.sql.STALLED_ROUNDS": lambda f: {
         "opening": ["job.created", "job.reopened", "job.released"], "waves": 3,
         "stalled_s": 60, "limit": 100,
+    },
+    "dispatch.offers.sql.RECORD_RESUMED": lambda f: {
+        "job_ids": [f["open"]["id"]], "versions": [f["open"]["version"]], "waves": [1],
     },
     "dispatch.offers.sql.PENDING_EVENTS": lambda f: {"job_id": f["due"]["id"]},
     "dispatch.offers.sql.MARK_PUBLISHED": lambda f: {"ids": []},

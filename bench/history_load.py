@@ -375,6 +375,8 @@ SELECT p.id, 'w-' || (1 + (p.g * 13 + o) % 5000), 1, 1, 300.0 * o
   FROM now_plan p, generate_series(1, 3) o WHERE p.kind = 'open';
 INSERT INTO offer_waves (job_id, job_version, wave)
 SELECT id, 1, 1 FROM now_plan WHERE kind = 'open';
+INSERT INTO offer_rounds_resumed (job_id, job_version, wave)
+SELECT id, 1, 1 FROM now_plan WHERE kind = 'open' AND g % 10 = 0;
 INSERT INTO push_connections (connection_id, caller_id, roles, expires_at)
 SELECT 'conn-' || n, 'w-' || n, '{worker}', now() + interval '1 hour'
   FROM generate_series(1, 800) n;
