@@ -51,8 +51,34 @@ def test_the_report_has_tables_plots_and_the_machine(
 
     assert "## The machine" in text and "cores" in text
     assert "| 1 | floor | 1.50 |" in text and "| nearby | x PostGIS p99 |" in text
-    assert text.count("(not run)") == 7  # sweeper, outbox, soak, outage, coldstart, ops, push
+    assert (
+        text.count("(not run)") == 8
+    )  # sweeper, outbox, soak, outage, coldstart, ops, push, history
     assert "## The simulated district" in text and "| fill rate | 93.0% |" in text
     for plot in ("accept-latency-by-contention.png", "nearby-latency-by-size.png"):
         assert f"](benchmarks/{plot})" in text
         assert (docs / "benchmarks" / plot).read_bytes().startswith(b"\x89PNG")
+
+
+def test_one_benchmarks_section_is_written_anew_and_the_rest_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    monkeypatch.setattr(report, "RESULTS", results)
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text(
+        "# Benchmarks\n\n## Push: offers to 2,000 connected phones\n\npush table\n\n"
+        "## Load and soak with the history checker\n\nsoak table\n\n"
+        "## The simulated district\n\ndistrict\n"
+    )
+    (results / "history.md").write_text("| path | ratio |\n\nworst path at 1 days: 1.0 x empty (x)")
+    report.write_section("history", docs)
+    first = docs.read_text()
+    assert first.index("push table") < first.index("## History") < first.index("soak table")
+    assert "worst path at 1 days" in first
+    (results / "history.md").write_text("worst path at 2 days: 3.0 x empty (y)")
+    report.write_section("history", docs)
+    second = docs.read_text()
+    assert "worst path at 1 days" not in second and second.count("## History") == 1
+    assert "push table" in second and "soak table" in second and "district" in second

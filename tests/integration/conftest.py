@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import boto3
+import psycopg
 import pytest
 import redis
 from botocore.exceptions import ClientError
@@ -16,7 +17,33 @@ from dispatch.config import settings
 from dispatch.events import Event
 from dispatch.offers import waves as offer_waves
 from dispatch_local.embedded import outbox_dlq_name
+from tests.conftest import create_database
 from tests.support import on_the_queue
+
+# History for the integration tier (issue 35): days of the seed's load, small per day, so that
+# a statement that reads all of history shows it here, not in production.
+HISTORY_JOBS_PER_DAY = 1_000
+HISTORY_DAYS = (1, 6)
+
+
+@pytest.fixture(scope="session")
+def histories(admin_url: str) -> Iterator[dict[int, str]]:
+    """Databases with 1 and 6 days of history behind the same current state (bench.history_load:
+    every row through the schema's constraints and triggers), by days; dropped after."""
+    from bench import history_load
+
+    urls = {days: create_database(admin_url) for days in HISTORY_DAYS}
+    try:
+        for days, url in urls.items():
+            history_load.load(url, days, HISTORY_JOBS_PER_DAY)
+        yield urls
+    finally:
+        # Dropped without the per-event contract check of drop_database: the loader's events
+        # are checked at one day by tests/bench/test_history_bench.py.
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            for url in urls.values():
+                name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")
