@@ -10,11 +10,13 @@ import psycopg
 import pytest
 
 from dispatch import db
+from dispatch.choice import sql as choice_sql
 from dispatch.jobs import commands
 from tests.conftest import create_database
 
 FINISHED_JOBS = 200_000
 HISTORY_WORKERS = 50  # each with thousands of jobs behind them
+APPLICANTS = ["worker:history-1", "worker:history-2", "worker:history-3"]
 
 
 def _load(conn: db.Connection) -> None:
@@ -135,3 +137,88 @@ def test_an_expire_batch_is_its_size_whatever_the_table_holds(big: db.Connection
     _windows_end(big, 300)
     assert len(commands.expire_ended(big, 100)) == 100
     assert _count(big, "SELECT count(*) AS n FROM jobs WHERE status = 'expired'") == 100
+
+
+# -- plans: each statement reads what it shows, not the history behind it -------------------
+
+HISTORY_TABLES = {"jobs", "job_events", "offer_events", "job_offers"}
+
+
+def _plan(conn: db.Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
+    row = conn.execute(
+        f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}",  # type: ignore[arg-type]
+        params or {},
+    ).fetchone()
+    assert row is not None
+    return row["QUERY PLAN"][0]
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
+
+
+def _reads_only_what_it_shows(plan: Any, buffers: int) -> None:
+    """No sequential scan of a table that grows with history, and a bound on the pages read
+    (hit or not: deterministic for a given plan and data) far below one such scan."""
+    root = plan["Plan"]
+    scans = [
+        n["Relation Name"]
+        for n in _nodes(root)
+        if n["Node Type"] == "Seq Scan" and n.get("Relation Name") in HISTORY_TABLES
+    ]
+    assert scans == [], plan
+    read = root["Shared Hit Blocks"] + root["Shared Read Blocks"]
+    assert read <= buffers, (read, plan)
+
+
+def _choice_job_with_applicants(conn: db.Connection) -> Any:
+    row = conn.execute(
+        """
+        INSERT INTO jobs (business_id, lat, lng, window_start, window_end, assignment,
+                          auto_pick, choose_within_s, choose_by)
+        VALUES ('business:now', 52.5, 13.4, now(), now() + interval '3 hours',
+                'business_choice', true, 60, now() - interval '1 second')
+        RETURNING id
+        """
+    ).fetchone()
+    assert row is not None
+    for worker_id in APPLICANTS:
+        conn.execute(
+            "INSERT INTO workers (id, skills) VALUES (%s, '{}') ON CONFLICT DO NOTHING",
+            (worker_id,),
+        )
+        conn.execute(
+            "INSERT INTO job_applications (job_id, worker_id) VALUES (%s, %s)",
+            (row["id"], worker_id),
+        )
+    return row["id"]
+
+
+def test_the_applicant_list_reads_each_applicants_record_not_their_history(
+    big: db.Connection,
+) -> None:
+    job_id = _choice_job_with_applicants(big)
+    listed = big.execute(
+        choice_sql.APPLICANTS,
+        {"job_id": job_id, "position_ids": [], "lats": [], "lngs": []},
+    ).fetchall()
+    records = {
+        r["document"]["worker_id"]: (r["document"]["released"], r["document"]["vanished"])
+        for r in listed
+    }
+    # 4,000 jobs each: 800 given back, 800 reopened on them (the recount, kept by triggers)
+    assert records == {w: (800, 800) for w in APPLICANTS}
+    plan = _plan(
+        big,
+        choice_sql.APPLICANTS,
+        {"job_id": job_id, "position_ids": [], "lats": [], "lngs": []},
+    )
+    _reads_only_what_it_shows(plan, buffers=200)
+
+
+def test_the_auto_pick_ranks_by_records_not_history(big: db.Connection) -> None:
+    job_id = _choice_job_with_applicants(big)
+    plan = _plan(big, choice_sql.BEST_APPLICANT, {"job_id": job_id})
+    _reads_only_what_it_shows(plan, buffers=200)
