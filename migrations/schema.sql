@@ -1307,6 +1307,13 @@ CREATE INDEX job_applications_current ON public.job_applications USING btree (jo
 
 
 --
+-- Name: job_events_first_fills; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_events_first_fills ON public.job_events USING btree (occurred_at) WHERE ((type = 'job.assigned'::text) AND (version = 2));
+
+
+--
 -- Name: job_events_released_by; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1416,6 +1423,13 @@ CREATE UNIQUE INDEX offer_events_one_unfilled_per_round ON public.offer_events U
 --
 
 CREATE INDEX offer_events_stream ON public.offer_events USING btree (tx, id);
+
+
+--
+-- Name: offer_events_unfilled; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX offer_events_unfilled ON public.offer_events USING btree (occurred_at) WHERE (type = 'job.unfilled'::text);
 
 
 --

@@ -12,6 +12,7 @@ import pytest
 from dispatch import db
 from dispatch.choice import sql as choice_sql
 from dispatch.jobs import commands
+from dispatch.ops import sql as ops_sql
 from tests.conftest import create_database
 
 FINISHED_JOBS = 200_000
@@ -222,3 +223,21 @@ def test_the_auto_pick_ranks_by_records_not_history(big: db.Connection) -> None:
     job_id = _choice_job_with_applicants(big)
     plan = _plan(big, choice_sql.BEST_APPLICANT, {"job_id": job_id})
     _reads_only_what_it_shows(plan, buffers=200)
+
+
+def test_the_summary_reads_the_live_market_and_the_last_hour_only(big: db.Connection) -> None:
+    _leases_run_out(big, 3)
+    big.execute(
+        """
+        INSERT INTO job_events (job_id, type, version, actor, data)
+        SELECT id, 'job.assigned', 2, assignee_id, jsonb_build_object('assignee_id', assignee_id)
+          FROM jobs WHERE status = 'assigned'
+        """
+    )
+    assert {r["status"]: r["n"] for r in big.execute(ops_sql.JOBS_BY_STATUS).fetchall()} == {
+        "assigned": 3
+    }  # the 200,000 cancelled long ago are history, not the market
+    hour = big.execute(ops_sql.LAST_HOUR).fetchone()
+    assert hour is not None and (hour["filled"], hour["unfilled"]) == (3, 0)
+    _reads_only_what_it_shows(_plan(big, ops_sql.JOBS_BY_STATUS), buffers=50)
+    _reads_only_what_it_shows(_plan(big, ops_sql.LAST_HOUR), buffers=100)
