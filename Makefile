@@ -6,7 +6,7 @@ PORT ?= 3000
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers evaluate-policy template-lint checkov package clean
+.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-history evaluate-policy template-lint checkov package clean
 
 # Everything (the dev extra: tests, linters, sam, the browser driver): make test and the rest.
 $(STAMP): pyproject.toml constraints.txt
@@ -132,6 +132,14 @@ sim/runs/eval/%/report.md:
 bench-offers: $(STAMP)
 	$(BIN)/python -m bench.offers
 
+## History benchmark (issue 35): every statement the product runs on DAYS days of the seed's
+## load (50k jobs a day) against the same statement on the current state alone; the table goes
+## to docs/benchmarks.md. The history database (dispatch_bench_history_DAYS) is kept and reused
+## by the next run at the same DAYS and schema; 30 days load in about half an hour.
+DAYS ?= 30
+bench-history: $(STAMP)
+	$(BIN)/python -m bench.history --days $(DAYS)
+
 ## Sweeper benchmark: reopen 100k expired leases; accept p99 during the sweep vs idle.
 bench-sweeper: $(STAMP)
 	$(BIN)/python -m bench.sweeper
@@ -152,6 +160,7 @@ bench: $(STAMP)
 	$(MAKE) bench-ops
 	$(MAKE) bench-push
 	$(MAKE) bench-offers
+	$(MAKE) bench-history
 	$(MAKE) simulate
 	$(BIN)/python -m bench.report
 

@@ -106,6 +106,20 @@ SECTIONS = [
         " same run.",
     ),
     (
+        "history",
+        "History: every statement after N days of the seed's load",
+        "make bench-history",
+        "A database holding N days of the seed's load in their final statuses (50k jobs a"
+        " day, business hours; `bench/history_load.py`, every table written through the"
+        " schema's constraints and triggers) and the current state, against a database holding"
+        " the same current state alone, in the same run: every named statement the product"
+        " sends (routes, scheduled duties, consumers, the console) in a transaction rolled"
+        " back after, and the sweeper's whole pass; p50 of alternated runs, the shared buffers"
+        " each touches (EXPLAIN (ANALYZE, BUFFERS)), and the plans of the worst three."
+        " Aim: every path within 2x of empty at 30 days. A sub-millisecond path's ratio moves"
+        " with the machine's noise; its buffers do not.",
+    ),
+    (
         "soak",
         "Load and soak with the history checker",
         "make bench-soak",
@@ -294,6 +308,30 @@ def render() -> str:
             lines += ["", f"![{title}]({plots[name]})"]
     lines += simulation()
     return "\n".join(lines) + "\n"
+
+
+def write_section(name: str, output: Path | None = None) -> Path:
+    """One benchmark's section of docs/benchmarks.md written anew from its results, the others
+    left as they are (a single benchmark's run does not blank the rest)."""
+    output = output or DOCS / "benchmarks.md"
+    title, command, how = next((t, c, h) for n, t, c, h in SECTIONS if n == name)
+    table = RESULTS / f"{name}.md"
+    body = table.read_text().strip() if table.exists() else "(not run)"
+    section = [f"## {title}", "", f"`{command}`. {how}", "", body, ""]
+    lines = output.read_text().splitlines() if output.exists() else render().splitlines()
+    heading = f"## {title}"
+    if heading in lines:
+        start = lines.index(heading)
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
+        )
+    else:  # before the simulated district, which closes the file
+        start = end = next(
+            (i for i, line in enumerate(lines) if line == "## The simulated district"),
+            len(lines),
+        )
+    output.write_text("\n".join([*lines[:start], *section, *lines[end:]]) + "\n")
+    return output
 
 
 def main(argv: list[str] | None = None) -> None:

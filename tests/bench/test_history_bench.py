@@ -1,0 +1,83 @@
+"""The history benchmark, small, so it never rots: its loader still fits the schema (one day,
+through every constraint and trigger, its events valid against the AsyncAPI document), every
+named statement is timed or excluded with a reason, and a one-day run reports every path. No
+timing is asserted here."""
+
+import re
+import uuid
+
+import psycopg
+
+from bench import history, history_load
+from dispatch import db
+from tests.contract import validate_stored_events
+
+# Tables the product writes that the loader leaves to the product.
+NOT_LOADED = {"schema_migrations"}
+
+
+def test_a_day_of_history_fills_every_table_as_the_product_does(bench_url: str) -> None:
+    history_load.load(bench_url, days=1, jobs_per_day=300)
+    with db.connect(bench_url) as conn:
+        tables = [
+            r["tablename"]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+            ).fetchall()
+        ]
+        empty = [
+            t
+            for t in tables
+            if t not in NOT_LOADED
+            and conn.execute(f"SELECT count(*) AS n FROM {t}").fetchone() == {"n": 0}  # type: ignore[arg-type]
+        ]
+        assert empty == []
+        # A job's events are its versions, one each, and the last is the job as it stands.
+        assert conn.execute("""
+            SELECT count(*) AS n FROM jobs j
+             WHERE (SELECT count(*) FROM job_events e WHERE e.job_id = j.id) <> j.version
+                OR (SELECT e.data ->> 'status' FROM job_events e
+                     WHERE e.job_id = j.id AND e.version = j.version) <> j.status
+        """).fetchone() == {"n": 0}
+        # Past rows carry their own time in their ids (the console reads the last hour by id).
+        assert conn.execute("""
+            SELECT count(*) AS n FROM job_events
+             WHERE id >= dispatch_uuid7_floor(now() - interval '1 hour')
+               AND occurred_at < now() - interval '3 hours'
+        """).fetchone() == {"n": 0}
+        assert validate_stored_events(conn) > 300 * 2
+
+
+def test_every_named_statement_is_timed_or_excluded_with_a_reason() -> None:
+    named = set(history.named_statements())
+    assert named - set(history.CASES) - set(history.EXCLUDED) == set()
+    assert set(history.CASES) - named == set()  # no case for a statement that is gone
+    assert set(history.EXCLUDED) - named == set()
+    assert set(history.CASES) & set(history.EXCLUDED) == set()
+    assert all(reason for reason in history.EXCLUDED.values())
+
+
+def test_a_one_day_run_reports_every_path_with_its_ratio_buffers_and_the_worst(
+    admin_url: str, aws_stand_in: str
+) -> None:
+    prefix = f"dispatch_bench_t{uuid.uuid4().hex[:8]}"
+    try:
+        result = history.measure(admin_url, days=1, jobs_per_day=200, runs=1, prefix=prefix)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            for name in (f"{prefix}_empty", f"{prefix}_history_1_200"):
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+    assert [p.name for p in result.paths] == [*history.CASES, history.SWEEP]
+    assert all(p.empty_ms > 0 and p.history_ms > 0 for p in result.paths)
+    assert all(
+        p.empty_buffers is not None and p.history_buffers is not None
+        for p in result.paths
+        if p.name != history.SWEEP
+    )
+    assert len(result.plans) == 3
+    assert all("Buffers: shared" in plan for plan in result.plans.values())
+    text = history.report(result)
+    assert "| choice.sql.APPLICANTS |" in text
+    assert re.fullmatch(r"worst path at 1 days: \d+\.\d x empty \(.+\)", text.splitlines()[-1]), (
+        text.splitlines()[-1]
+    )
