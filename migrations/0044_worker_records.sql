@@ -18,17 +18,28 @@ GRANT SELECT ON worker_records TO dispatch_app;
 
 -- One way to move a record, for both triggers. SECURITY DEFINER: it writes as the schema's
 -- owner, because the application role may not (its search_path pinned, as such a function's
--- must be).
+-- must be). The row is updated first and inserted only when missing: an INSERT checks
+-- worker_records_counts_nonnegative on the row it proposes even when it then conflicts, so an
+-- upsert of a -1 would be refused for a worker whose record is 1 (a completed job rewritten).
 CREATE FUNCTION worker_records_add(
     worker text, completed_by integer, released_by integer, vanished_by integer
 ) RETURNS void
-LANGUAGE sql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-  INSERT INTO worker_records AS r (worker_id, completed, released, vanished)
-  VALUES (worker, completed_by, released_by, vanished_by)
-  ON CONFLICT (worker_id) DO UPDATE
-     SET completed = r.completed + completed_by,
-         released = r.released + released_by,
-         vanished = r.vanished + vanished_by
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+  UPDATE worker_records
+     SET completed = completed + completed_by,
+         released = released + released_by,
+         vanished = vanished + vanished_by
+   WHERE worker_id = worker;
+  IF NOT FOUND THEN
+    INSERT INTO worker_records AS r (worker_id, completed, released, vanished)
+    VALUES (worker, completed_by, released_by, vanished_by)
+    ON CONFLICT (worker_id) DO UPDATE  -- a first fact of theirs written at the same time
+       SET completed = r.completed + completed_by,
+           released = r.released + released_by,
+           vanished = r.vanished + vanished_by;
+  END IF;
+END
 $$;
 REVOKE ALL ON FUNCTION worker_records_add(text, integer, integer, integer) FROM PUBLIC;
 

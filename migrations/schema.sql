@@ -927,15 +927,24 @@ $$;
 --
 
 CREATE FUNCTION public.worker_records_add(worker text, completed_by integer, released_by integer, vanished_by integer) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-  INSERT INTO worker_records AS r (worker_id, completed, released, vanished)
-  VALUES (worker, completed_by, released_by, vanished_by)
-  ON CONFLICT (worker_id) DO UPDATE
-     SET completed = r.completed + completed_by,
-         released = r.released + released_by,
-         vanished = r.vanished + vanished_by
+BEGIN
+  UPDATE worker_records
+     SET completed = completed + completed_by,
+         released = released + released_by,
+         vanished = vanished + vanished_by
+   WHERE worker_id = worker;
+  IF NOT FOUND THEN
+    INSERT INTO worker_records AS r (worker_id, completed, released, vanished)
+    VALUES (worker, completed_by, released_by, vanished_by)
+    ON CONFLICT (worker_id) DO UPDATE  -- a first fact of theirs written at the same time
+       SET completed = r.completed + completed_by,
+           released = r.released + released_by,
+           vanished = r.vanished + vanished_by;
+  END IF;
+END
 $$;
 
 
