@@ -8,3 +8,9 @@ CREATE INDEX job_events_first_fills ON job_events (occurred_at)
 -- Rounds that ended unfilled, by when.
 CREATE INDEX offer_events_unfilled ON offer_events (occurred_at)
     WHERE type = 'job.unfilled';
+-- The live market by status (the console's jobs by status): status first, so entries arrive
+-- in heap order and pages emptied as jobs finish are freed by vacuum. Counting through
+-- jobs_live_by_place, keyed by place, read every sparse page it had left (885 pages for 900
+-- live jobs after one day of the seed's load: 21x the empty database).
+CREATE INDEX jobs_live_by_status ON jobs (status)
+    WHERE status IN ('open', 'assigned', 'in_progress');

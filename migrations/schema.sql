@@ -1386,6 +1386,13 @@ CREATE INDEX jobs_live_by_place ON public.jobs USING btree (lat, lng) WHERE (sta
 
 
 --
+-- Name: jobs_live_by_status; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_live_by_status ON public.jobs USING btree (status) WHERE (status = ANY (ARRAY['open'::text, 'assigned'::text, 'in_progress'::text]));
+
+
+--
 -- Name: jobs_one_live_job_per_worker; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -71,7 +71,7 @@ SELECT tx::text AS tx, id, document FROM (
 ORDER BY page.tx, page.id
 """
 
-# The market now: unfinished jobs by status (jobs_live_by_place), and those that finished in the
+# The market now: unfinished jobs by status (jobs_live_by_status), and those that finished in the
 # last hour (jobs_recently_finished), as JOBS_IN_BOX shows them. Not every job ever: that count
 # grew with history (160 ms at 30 days) and is not what the console is for.
 JOBS_BY_STATUS: LiteralString = f"""
