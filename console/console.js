@@ -390,8 +390,10 @@ function renderSummary(jobs) {
   const counts = state.mode === "live" && state.summary
     ? state.summary.jobs_by_status
     : jobs.reduce((c, j) => ({ ...c, [j.status]: (c[j.status] || 0) + 1 }), {});
+  // Finished jobs count for an hour after they finish (GET /ops/summary, the map's boxes).
   for (const status of [...LIVE, "completed", "expired"]) {
-    tiles.push([status.replace("_", " "), counts[status] || 0]);
+    const label = status.replace("_", " ") + (LIVE.includes(status) ? "" : " (last hour)");
+    tiles.push([label, counts[status] || 0]);
   }
   if (state.mode === "live" && state.summary) {
     const s = state.summary;

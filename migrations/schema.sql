@@ -951,6 +951,77 @@ $$;
 
 
 --
+-- Name: worker_records_add(text, integer, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.worker_records_add(worker text, completed_by integer, released_by integer, vanished_by integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+  UPDATE worker_records
+     SET completed = completed + completed_by,
+         released = released + released_by,
+         vanished = vanished + vanished_by
+   WHERE worker_id = worker;
+  IF NOT FOUND THEN
+    INSERT INTO worker_records AS r (worker_id, completed, released, vanished)
+    VALUES (worker, completed_by, released_by, vanished_by)
+    ON CONFLICT (worker_id) DO UPDATE  -- a first fact of theirs written at the same time
+       SET completed = r.completed + completed_by,
+           released = r.released + released_by,
+           vanished = r.vanished + vanished_by;
+  END IF;
+END
+$$;
+
+
+--
+-- Name: worker_records_completed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.worker_records_completed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.status = 'completed' AND OLD.assignee_id IS NOT NULL THEN
+    PERFORM worker_records_add(OLD.assignee_id, -1, 0, 0);
+  END IF;
+  IF NEW.status = 'completed' AND NEW.assignee_id IS NOT NULL THEN
+    PERFORM worker_records_add(NEW.assignee_id, 1, 0, 0);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+--
+-- Name: worker_records_left(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.worker_records_left() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+  holder text;
+BEGIN
+  IF NEW.type = 'job.released' THEN
+    PERFORM worker_records_add(NEW.actor, 0, 1, 0);
+  ELSE
+    SELECT before.data ->> 'assignee_id' INTO holder FROM job_events before
+     WHERE before.job_id = NEW.job_id AND before.version = NEW.version - 1;
+    IF holder IS NOT NULL THEN
+      PERFORM worker_records_add(holder, 0, 0, 1);
+    END IF;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
+
+--
 -- Name: idempotency_keys; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1091,6 +1162,19 @@ CREATE TABLE public.schema_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: worker_records; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.worker_records (
+    worker_id text NOT NULL,
+    completed integer DEFAULT 0 NOT NULL,
+    released integer DEFAULT 0 NOT NULL,
+    vanished integer DEFAULT 0 NOT NULL,
+    CONSTRAINT worker_records_counts_nonnegative CHECK (((completed >= 0) AND (released >= 0) AND (vanished >= 0)))
 );
 
 
@@ -1252,6 +1336,14 @@ ALTER TABLE ONLY public.schema_migrations
 
 
 --
+-- Name: worker_records worker_records_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.worker_records
+    ADD CONSTRAINT worker_records_pkey PRIMARY KEY (worker_id);
+
+
+--
 -- Name: workers workers_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1271,6 +1363,13 @@ CREATE INDEX idempotency_keys_created_at ON public.idempotency_keys USING btree 
 --
 
 CREATE INDEX job_applications_current ON public.job_applications USING btree (job_id) WHERE (withdrawn_at IS NULL);
+
+
+--
+-- Name: job_events_first_fills; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_events_first_fills ON public.job_events USING btree (occurred_at) WHERE ((type = 'job.assigned'::text) AND (version = 2));
 
 
 --
@@ -1351,6 +1450,13 @@ CREATE INDEX jobs_live_by_place ON public.jobs USING btree (lat, lng) WHERE (sta
 
 
 --
+-- Name: jobs_live_by_status; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_live_by_status ON public.jobs USING btree (status) WHERE (status = ANY (ARRAY['open'::text, 'assigned'::text, 'in_progress'::text]));
+
+
+--
 -- Name: jobs_one_live_job_per_worker; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1397,6 +1503,13 @@ CREATE UNIQUE INDEX offer_events_one_unfilled_per_round ON public.offer_events U
 --
 
 CREATE INDEX offer_events_stream ON public.offer_events USING btree (tx, id);
+
+
+--
+-- Name: offer_events_unfilled; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX offer_events_unfilled ON public.offer_events USING btree (occurred_at) WHERE (type = 'job.unfilled'::text);
 
 
 --
@@ -1523,6 +1636,27 @@ CREATE TRIGGER jobs_rated_once BEFORE UPDATE OF rating ON public.jobs FOR EACH R
 --
 
 CREATE TRIGGER offer_events_deleted_only_when_published BEFORE DELETE ON public.offer_events FOR EACH ROW WHEN ((old.published_at IS NULL)) EXECUTE FUNCTION public.events_deleted_only_when_published('offer_events_deleted_only_when_published');
+
+
+--
+-- Name: jobs worker_records_completed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER worker_records_completed AFTER INSERT OR UPDATE OF status, assignee_id ON public.jobs FOR EACH ROW WHEN ((new.status = 'completed'::text)) EXECUTE FUNCTION public.worker_records_completed();
+
+
+--
+-- Name: job_events worker_records_left; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER worker_records_left AFTER INSERT ON public.job_events FOR EACH ROW WHEN ((new.type = ANY (ARRAY['job.released'::text, 'job.reopened'::text]))) EXECUTE FUNCTION public.worker_records_left();
+
+
+--
+-- Name: jobs worker_records_uncompleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER worker_records_uncompleted AFTER UPDATE OF status, assignee_id ON public.jobs FOR EACH ROW WHEN (((old.status = 'completed'::text) AND (new.status IS DISTINCT FROM 'completed'::text))) EXECUTE FUNCTION public.worker_records_completed();
 
 
 --
@@ -1750,6 +1884,13 @@ GRANT UPDATE(choose_by) ON TABLE public.jobs TO dispatch_app;
 
 
 --
+-- Name: FUNCTION worker_records_add(worker text, completed_by integer, released_by integer, vanished_by integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.worker_records_add(worker text, completed_by integer, released_by integer, vanished_by integer) FROM PUBLIC;
+
+
+--
 -- Name: TABLE idempotency_keys; Type: ACL; Schema: public; Owner: -
 --
 
@@ -1842,6 +1983,13 @@ GRANT UPDATE(list) ON TABLE public.rosters TO dispatch_app;
 --
 
 GRANT UPDATE(added_at) ON TABLE public.rosters TO dispatch_app;
+
+
+--
+-- Name: TABLE worker_records; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT ON TABLE public.worker_records TO dispatch_app;
 
 
 --

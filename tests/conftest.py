@@ -20,7 +20,7 @@ from tests.support import Api
 
 TABLES = (
     "jobs, job_events, idempotency_keys, workers, photos, offer_waves, job_offers, offer_events,"
-    " push_connections, job_applications, rosters, offer_market"
+    " push_connections, job_applications, rosters, offer_market, worker_records"
 )
 
 

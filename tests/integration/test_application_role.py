@@ -43,6 +43,11 @@ REFUSED = [
     "UPDATE offer_events SET data = '{}'",
     # The market's curve is refit in place, never removed (the policy would fall back unseen).
     "DELETE FROM offer_market",
+    # A worker's record moves only with the facts it counts (worker_records_kept_by_history).
+    "INSERT INTO worker_records (worker_id, completed) VALUES ('sneaky', 100)",
+    "UPDATE worker_records SET released = 0, vanished = 0",
+    "DELETE FROM worker_records",
+    "SELECT worker_records_add('sneaky', 100, 0, 0)",
     "INSERT INTO schema_migrations (version, checksum) VALUES ('9999_sneaky', 'x')",
     "DELETE FROM schema_migrations",
 ]

@@ -7,6 +7,7 @@ import pytest
 from psycopg import errors
 
 from dispatch.db import Connection
+from tests.support import Api, walk_to, worker
 
 JOB = """
 INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
@@ -316,3 +317,21 @@ def test_the_markets_curve_is_one_row_of_a_chance_and_a_distance(
     refused(conn, MARKET, fine | row, constraint)
     conn.execute(MARKET, fine)
     refused(conn, MARKET, fine, "offer_market_pkey")  # one market, one row
+
+
+def test_a_workers_record_follows_its_completed_jobs_whoever_rewrites_them(
+    api: Api, conn: Connection
+) -> None:
+    """worker_records (migration 0044) moves with the row, even when the owner rewrites a
+    completed job in place or gives it to someone else (as a bulk load or a correction does)."""
+    job = walk_to(api, "completed", holder=worker("kept"))
+
+    def records() -> dict[str, int]:
+        rows = conn.execute("SELECT worker_id, completed FROM worker_records").fetchall()
+        return {r["worker_id"]: r["completed"] for r in rows if r["completed"]}
+
+    assert records() == {"worker-kept": 1}
+    conn.execute("UPDATE jobs SET status = 'completed' WHERE id = %s", (job["id"],))
+    assert records() == {"worker-kept": 1}
+    conn.execute("UPDATE jobs SET assignee_id = 'worker-other' WHERE id = %s", (job["id"],))
+    assert records() == {"worker-other": 1}

@@ -157,14 +157,15 @@ SELECT a.worker_id FROM job_applications a
 
 # Current applicants, earliest first, each with the record the business chooses on: the
 # rating, the distance from the fresh position Redis gave (%(positions)s: none when unknown),
-# completed jobs (jobs_completed_by_worker), jobs given back (job_events_released_by), leases
-# that ran out on them (job_events_reopened: the event before a job.reopened names its holder),
-# and whether they are free and qualified now.
+# completed jobs, jobs given back and leases that ran out on them (worker_records, kept by
+# triggers as they happen: one row per applicant, however long their history), and whether
+# they are free and qualified now.
 APPLICANTS: LiteralString = f"""
 SELECT row_to_json(applicant) AS document
   FROM jobs j
   JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
   LEFT JOIN workers w ON w.id = a.worker_id
+  LEFT JOIN worker_records rec ON rec.worker_id = a.worker_id
   LEFT JOIN rosters blocked ON blocked.business_id = j.business_id
                            AND blocked.worker_id = a.worker_id AND blocked.list = 'blocked'
   LEFT JOIN unnest(%(position_ids)s::text[], %(lats)s::float8[], %(lngs)s::float8[])
@@ -177,16 +178,9 @@ SELECT row_to_json(applicant) AS document
            CASE WHEN p.worker_id IS NOT NULL  -- (dispatch_distance_m is not strict)
                 THEN round(dispatch_distance_m(j.lat, j.lng, p.lat, p.lng)::numeric, 1)
            END AS distance_m,
-           (SELECT count(*) FROM jobs done
-             WHERE done.assignee_id = a.worker_id AND done.status = 'completed')::int
-               AS completed_jobs,
-           (SELECT count(*) FROM job_events r
-             WHERE r.actor = a.worker_id AND r.type = 'job.released')::int AS released,
-           (SELECT count(*) FROM job_events r
-              JOIN job_events before ON before.job_id = r.job_id
-                                    AND before.version = r.version - 1
-             WHERE r.type = 'job.reopened'
-               AND before.data ->> 'assignee_id' = a.worker_id)::int AS vanished,
+           coalesce(rec.completed, 0) AS completed_jobs,
+           coalesce(rec.released, 0) AS released,
+           coalesce(rec.vanished, 0) AS vanished,
            EXISTS (SELECT 1 FROM jobs live
                     WHERE live.assignee_id = a.worker_id AND live.status IN {LIVE}
                       AND live.id <> j.id) AS busy,
@@ -220,12 +214,14 @@ SELECT j.id, j.version, j.business_id, j.auto_pick
 
 # The auto-pick's choice: the best current applicant who can be assigned now (qualified, free).
 # Best = the highest damped rating (an unrated worker counts as the prior every rating starts
-# from, 4.0), then the fewest jobs given back or vanished from, then the earliest application.
+# from, 4.0), then the fewest jobs given back or vanished from (worker_records), then the
+# earliest application.
 BEST_APPLICANT: LiteralString = f"""
 SELECT a.worker_id
   FROM jobs j
   JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
   JOIN workers w ON w.id = a.worker_id
+  LEFT JOIN worker_records rec ON rec.worker_id = a.worker_id
  WHERE j.id = %(job_id)s
    AND j.skills <@ w.skills
    AND (j.min_rating IS NULL OR j.min_rating <= w.rating)
@@ -235,13 +231,7 @@ SELECT a.worker_id
                     WHERE r.business_id = j.business_id AND r.worker_id = a.worker_id
                       AND r.list = 'blocked')
  ORDER BY coalesce(w.rating, 4.0) DESC,
-          (SELECT count(*) FROM job_events r
-            WHERE r.actor = a.worker_id AND r.type = 'job.released')
-          + (SELECT count(*) FROM job_events r
-               JOIN job_events before ON before.job_id = r.job_id
-                                     AND before.version = r.version - 1
-              WHERE r.type = 'job.reopened'
-                AND before.data ->> 'assignee_id' = a.worker_id),
+          coalesce(rec.released + rec.vanished, 0),
           a.applied_at, a.worker_id
  LIMIT 1
 """

@@ -244,6 +244,9 @@ rated AS (
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping
 # sweepers never wait for or double-process each other, reopened by a conditional UPDATE that
 # checks the lease again (never read-then-write: the WHERE decides, as River's rescuer learned).
+# The batch is an array, computed once (an InitPlan): as a joined sub-query the planner, guessing
+# one expired lease among millions of jobs, re-ran its LIMIT per outer row and one "batch of 100"
+# reopened thousands (issue 35). A batch is at most %(batch_size)s whatever the table holds.
 # Only while the window lasts: a job nobody may take any more expires instead (below).
 REOPEN_EXPIRED = with_event("""
     UPDATE jobs j
@@ -253,13 +256,13 @@ REOPEN_EXPIRED = with_event("""
            lease_expires_at = NULL,
            version = j.version + 1,
            updated_at = now()
-      FROM (SELECT id
+     WHERE j.id = ANY(ARRAY(
+            SELECT id
               FROM jobs
              WHERE status = 'assigned' AND lease_expires_at <= now() AND window_end > now()
              ORDER BY lease_expires_at
              LIMIT %(batch_size)s
-               FOR UPDATE SKIP LOCKED) expired
-     WHERE j.id = expired.id
+               FOR UPDATE SKIP LOCKED))
        AND j.status = 'assigned'
        AND j.lease_expires_at <= now()
        AND j.window_end > now()
@@ -271,7 +274,7 @@ REOPEN_EXPIRED = with_event("""
 # makes that visible as `expired` (jobs_expired_only_after_the_window), with one job.expired
 # event, never a job.reopened (reopening would offer a job nobody may take). The lease test
 # is implied by the window's (jobs_lease_within_window) and lets the planner use
-# jobs_lease_expiry.
+# jobs_lease_expiry. A batch is an array computed once, as above.
 EXPIRE_ENDED = with_event("""
     UPDATE jobs j
        SET status = 'expired',
@@ -280,14 +283,14 @@ EXPIRE_ENDED = with_event("""
            lease_expires_at = NULL,
            version = j.version + 1,
            updated_at = now()
-      FROM (SELECT id
+     WHERE j.id = ANY(ARRAY(
+            SELECT id
               FROM jobs
              WHERE (status = 'open' OR (status = 'assigned' AND lease_expires_at <= now()))
                AND window_end <= now()
              ORDER BY window_end
              LIMIT %(batch_size)s
-               FOR UPDATE SKIP LOCKED) ended
-     WHERE j.id = ended.id
+               FOR UPDATE SKIP LOCKED))
        AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
        AND j.window_end <= now()
     RETURNING j.*, dispatch_job_json(j) AS document
