@@ -1471,6 +1471,13 @@ CREATE INDEX jobs_open_mercator ON public.jobs USING gist (mercator) WHERE (stat
 
 
 --
+-- Name: jobs_open_since; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_open_since ON public.jobs USING btree (created_at) WHERE (status = 'open'::text);
+
+
+--
 -- Name: jobs_open_window_end; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -89,11 +89,19 @@ RETURNING id
 # still is); else still pending. A lost accept race leaves no record: it reads as silence.
 # `ending`: what became of an accept (job.released, or job.reopened when the lease ran out);
 # `seconds`: from the offer to the answer. One rule for the policy's view of each worker
-# (LIKELY_CANDIDATES) and of the market (MARKET_ANSWERS).
+# (LIKELY_CANDIDATES) and of the market (MARKET_ANSWERS). Each look-up is a LATERAL with
+# LIMIT 1 on a unique key, so it stays a probe of that key's index: as plain joins the planner
+# hashed all of job_declines for the market's 5,000 offers, a scan that grew with history.
 OFFER_ANSWER: LiteralString = """
-      LEFT JOIN job_declines d ON d.job_id = r.job_id AND d.worker_id = r.worker_id
-      LEFT JOIN job_events taken ON taken.job_id = r.job_id AND taken.version = r.job_version + 1
-      LEFT JOIN job_events later ON later.job_id = r.job_id AND later.version = r.job_version + 2
+      LEFT JOIN LATERAL (SELECT d.worker_id, d.declined_at FROM job_declines d
+                          WHERE d.job_id = r.job_id AND d.worker_id = r.worker_id
+                          LIMIT 1) d ON true
+      LEFT JOIN LATERAL (SELECT e.type, e.data, e.occurred_at FROM job_events e
+                          WHERE e.job_id = r.job_id AND e.version = r.job_version + 1
+                          LIMIT 1) taken ON true
+      LEFT JOIN LATERAL (SELECT e.type FROM job_events e
+                          WHERE e.job_id = r.job_id AND e.version = r.job_version + 2
+                          LIMIT 1) later ON true
      CROSS JOIN LATERAL (
         SELECT CASE
                  WHEN d.worker_id IS NOT NULL THEN 'decline'
@@ -281,7 +289,8 @@ UPDATE offer_events SET published_at = now() WHERE id = ANY(%(ids)s)
 
 # The caller's offers whose job is still open in that round (and still takeable: its window
 # has not ended, the worker did not decline it), newest first, as offer.created carried them,
-# written in the model's field order (models.Offer).
+# written in the model's field order (models.Offer). Read back only to the oldest open job's
+# posting (jobs_open_since, migration 0047): an older offer's job is no longer open.
 OFFERS_OF_WORKER: LiteralString = """
 SELECT row_to_json(offer) AS document
   FROM job_offers o
@@ -292,6 +301,7 @@ SELECT row_to_json(offer) AS document
                             dispatch_time(o.created_at) AS offered_at) offer
  WHERE o.worker_id = %(worker_id)s
    AND j.status = 'open' AND j.version = o.job_version AND j.window_end > now()
+   AND o.created_at >= (SELECT min(created_at) FROM jobs WHERE status = 'open')
    AND NOT EXISTS (SELECT 1 FROM job_declines d
                     WHERE d.job_id = o.job_id AND d.worker_id = o.worker_id)
  ORDER BY o.created_at DESC
