@@ -326,7 +326,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "principal": "b-1", "key": "k-new", "fingerprint": "f", "status": 409, "body": "{}",
     },
     "dispatch.idempotency.STORED_ANSWER": lambda f: {"principal": "b-1", "key": "k-new"},
-    "dispatch.idempotency.EXPIRE_KEYS": lambda f: {"hours": 24},
+    "dispatch.idempotency.EXPIRE_KEYS": lambda f: {"hours": 24, "limit": 100},
     "dispatch.workers.profiles.SET_SKILLS": lambda f: {"worker_id": WORKER, "skills": ["wash"]},
     "dispatch.jobs.photos.CREATE_PHOTO": lambda f: {
         "owner_id": WORKER, "s3_key": "photos/new", "content_type": "image/jpeg",

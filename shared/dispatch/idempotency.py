@@ -52,8 +52,19 @@ SELECT fingerprint, status_code, body FROM idempotency_keys
 WHERE principal = %(principal)s AND key = %(key)s
 """
 
+# Keys past their TTL leave a batch at a time (%(limit)s), the oldest first through
+# idempotency_keys_created_at. The batch is chosen once (ARRAY(...)), so it is its size however
+# many keys are due: one DELETE of every due key held the sweeper's pass for as long as a
+# backlog took (jobs/sql.py REOPEN_EXPIRED says why not a joined sub-query). Rows by ctid: a
+# key past its TTL is never written again, so its row stays where it was chosen.
 EXPIRE_KEYS = """
-DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => %(hours)s)
+DELETE FROM idempotency_keys
+ WHERE ctid = ANY(ARRAY(
+       SELECT ctid FROM idempotency_keys
+        WHERE created_at < now() - make_interval(hours => %(hours)s)
+        ORDER BY created_at
+        LIMIT %(limit)s
+          FOR UPDATE SKIP LOCKED))
 """
 
 
@@ -257,6 +268,18 @@ def answered(conn: Connection, request: KeyedRequest) -> Answer | None:
     return Answer(row["status_code"], row["body"], replayed=True)
 
 
-def expire(conn: Connection, older_than_hours: int) -> int:
-    """Remove keys past their retention (the sweeper calls this)."""
-    return conn.execute(EXPIRE_KEYS, {"hours": older_than_hours}).rowcount
+def expire(
+    conn: Connection,
+    older_than_hours: int,
+    batch_size: int = 1000,
+    keep_going: Callable[[], bool] = lambda: True,
+) -> int:
+    """Remove keys past their retention, batch after batch while `keep_going` (the sweeper
+    calls this within its share of the pass); what is left goes on the next pass."""
+    removed = 0
+    while True:
+        params = {"hours": older_than_hours, "limit": batch_size}
+        batch = conn.execute(EXPIRE_KEYS, params).rowcount
+        removed += batch
+        if batch < batch_size or not keep_going():
+            return removed

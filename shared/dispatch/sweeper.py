@@ -108,7 +108,7 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
     choices = p.duty("choice deadlines", lambda go: deadline.pass_deadlines(conn, size, go), None)
     keys = p.duty(
         "idempotency keys",
-        lambda _: idempotency.expire(conn, settings().idempotency_ttl_hours),
+        lambda go: idempotency.expire(conn, settings().idempotency_ttl_hours, size, go),
         0,
     )
     # The market's curve, for the policy that reads it (and only then: nearest needs none).

@@ -192,3 +192,22 @@ def test_keys_expire_after_their_retention(conn: db.Connection) -> None:
     assert idempotency.expire(conn, older_than_hours=24) == 1
     keys: list[dict[str, Any]] = conn.execute("SELECT key FROM idempotency_keys").fetchall()
     assert keys == [{"key": "new"}]
+
+
+def test_keys_expire_a_batch_at_a_time_whatever_the_table_holds(conn: db.Connection) -> None:
+    conn.execute(
+        """INSERT INTO idempotency_keys (principal, key, fingerprint, created_at)
+           SELECT 'p', 'k-' || n, 'f', now() - interval '25 hours' - n * interval '1 second'
+             FROM generate_series(1, 2500) n"""
+    )
+    conn.execute("ANALYZE idempotency_keys")
+    batch = conn.execute(idempotency.EXPIRE_KEYS, {"hours": 24, "limit": 100}).rowcount
+    assert batch == 100
+    oldest_left = conn.execute(
+        "SELECT max(substr(key, 3)::int) AS n FROM idempotency_keys"
+    ).fetchone()
+    assert oldest_left == {"n": 2400}  # the hundred oldest went first
+    steps = iter([True, False])  # the sweeper's share ends after the second batch
+    assert idempotency.expire(conn, 24, batch_size=1000, keep_going=lambda: next(steps)) == 2000
+    assert count(conn, "SELECT count(*) AS n FROM idempotency_keys") == 400
+    assert idempotency.expire(conn, 24, batch_size=1000) == 400
