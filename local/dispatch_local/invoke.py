@@ -7,6 +7,7 @@ layer's `dispatch` package, the environment the template gives that function, wi
 services pointed at the running local stack (or embedded ones when none runs).
 """
 
+import functools
 import importlib
 import json
 import os
@@ -176,20 +177,25 @@ def environment_for(function: Function, service_values: dict[str, str]) -> dict[
     return environment
 
 
-def _own_database_url(function: Function) -> object:
-    own = load_template()["Resources"][function.function]["Properties"].get("Environment") or {}
-    return (own.get("Variables") or {}).get("DATABASE_URL")
+@functools.cache
+def _own_database_url(logical_id: str) -> str | None:
+    """The DATABASE_URL the template gives the function itself (as JSON: it may be an
+    intrinsic), if any. Read once per function: the environments ask on every invoke, and
+    parsing the template each time made a burst of 500 accepts time out."""
+    own = load_template()["Resources"][logical_id]["Properties"].get("Environment") or {}
+    url = (own.get("Variables") or {}).get("DATABASE_URL")
+    return None if url is None else json.dumps(url)
 
 
 def signs_in_as_owner(function: Function) -> bool:
-    url = _own_database_url(function)
+    url = _own_database_url(function.function)
     return url is not None and not signs_in_as_archivist(function)
 
 
 def signs_in_as_archivist(function: Function) -> bool:
     from dispatch.roles import ARCHIVIST_ROLE
 
-    return f"//{ARCHIVIST_ROLE}@" in json.dumps(_own_database_url(function))
+    return f"//{ARCHIVIST_ROLE}@" in (_own_database_url(function.function) or "")
 
 
 def local_service_values() -> dict[str, str]:
