@@ -61,10 +61,18 @@ def assert_valid_event(event: dict[str, Any], document: dict[str, Any] | None = 
 
 
 def model_of(annotation: Any) -> Any:
-    """The model (or list of models) inside an annotation such as `Job | None`."""
+    """The model (or list of models) inside an annotation such as `Job | None`; for a union of
+    events (AnyEvent) the envelope, whose own model the event's type names; any other union
+    (`Code | str`) as it is: no model to order."""
+    if get_origin(annotation) is typing.Annotated:
+        return model_of(get_args(annotation)[0])
     if get_origin(annotation) in (types.UnionType, typing.Union):
-        (inner,) = [a for a in get_args(annotation) if a is not type(None)]
-        return inner
+        inner = [model_of(a) for a in get_args(annotation) if a is not type(None)]
+        if len(inner) == 1:
+            return inner[0]
+        if all(isinstance(a, type) and issubclass(a, Event) for a in inner):
+            return Event
+        return annotation
     return annotation
 
 
