@@ -10,7 +10,7 @@ import pytest
 
 from dispatch import db, migrations
 from dispatch.config import settings
-from dispatch.roles import APP_ROLE
+from dispatch.roles import APP_ROLE, ARCHIVIST_ROLE
 from dispatch.workers import locations
 from dispatch_local import REPO_ROOT
 from dispatch_local.services import app_url
@@ -41,7 +41,9 @@ def _admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         from dispatch_local import embedded
 
         admin = psycopg.conninfo.conninfo_to_dict(url).get("user") or "postgres"
-        url = embedded.pgbouncer(url, POOLED_SERVER_CONNECTIONS, users=[str(admin), APP_ROLE])
+        url = embedded.pgbouncer(
+            url, POOLED_SERVER_CONNECTIONS, users=[str(admin), APP_ROLE, ARCHIVIST_ROLE]
+        )
     return url
 
 
