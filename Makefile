@@ -139,7 +139,8 @@ bench-offers: $(STAMP)
 ## History benchmark (issue 35): every statement the product runs on DAYS days of the seed's
 ## load (50k jobs a day) against the same statement on the current state alone; the table goes
 ## to docs/benchmarks.md. The history database (dispatch_bench_history_DAYS) is kept and reused
-## by the next run at the same DAYS and schema; 30 days load in about half an hour.
+## by the next run at the same DAYS (a newer schema is migrated onto it); 30 days load in
+## about half an hour.
 DAYS ?= 30
 bench-history: $(STAMP)
 	$(BIN)/python -m bench.history --days $(DAYS)

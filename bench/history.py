@@ -4,8 +4,9 @@
 
 Two databases on DATABASE_URL's server: dispatch_bench_empty (the current state only) and
 dispatch_bench_history_N (N days of the seed's load, bench.history_load, then the same current
-state). The history one is kept and reused while its days, volume and schema match, so a rerun
-does not reload it (its current state is written anew). Each named statement (the sql modules'
+state). The history one is kept and reused while its days, volume and loader match, so a rerun
+does not reload it (its current state is written anew); a newer schema is migrated onto it, as
+a deployment migrates its own database. Each named statement (the sql modules'
 constants, with parameters from the current state) runs alternately on each, inside a
 transaction rolled back after (a write measured never changes what the next run sees), and the
 sweeper's whole pass the same way. p50 of the runs, the ratio, and EXPLAIN (ANALYZE, BUFFERS) of
@@ -471,14 +472,11 @@ def _exists(admin: str, name: str) -> str | None:
 
 
 def _create(admin: str, name: str) -> str:
-    from dispatch import migrations
-
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     url = _database(admin, name)
-    with db.connect(url) as conn:
-        migrations.apply(conn, migrations.load(REPO_ROOT / "migrations"))
+    _migrate(url)
     return url
 
 
@@ -524,13 +522,20 @@ def _history(
 ) -> str:
     suffix = "" if jobs_per_day == history_load.JOBS_PER_DAY else f"_{jobs_per_day}"
     name = f"{prefix}_history_{days}{suffix}"
-    holds = (
-        f"days={days} jobs_per_day={jobs_per_day} schema={schema_version()}"
-        f" loader={history_load.VERSION}"
-    )
-    if _exists(admin, name) == holds:
-        progress(f"{name}: reused ({holds})")
+    loaded = f"days={days} jobs_per_day={jobs_per_day} loader={history_load.VERSION}"
+    holds = f"{loaded} schema={schema_version()}"
+    found = _exists(admin, name)
+    if found is not None and _loaded_part(found) == loaded:
         url = _database(admin, name)
+        if found != holds:
+            # A newer schema is migrated onto the history, as a deployment migrates its own
+            # database: the same migrations, timed here on weeks of rows.
+            progress(f"{name}: migrating ({found} -> {holds})")
+            started = time.monotonic()
+            _migrate(url)
+            progress(f"{name}: migrated in {time.monotonic() - started:.0f} s")
+            _comment(admin, name, holds)
+        progress(f"{name}: reused ({holds})")
         _current_anew(url)
         history_load.analyze(url)
         return url
@@ -539,9 +544,25 @@ def _history(
     started = time.monotonic()
     history_load.load(url, days, jobs_per_day, progress)
     progress(f"{name}: loaded in {time.monotonic() - started:.0f} s")
+    _comment(admin, name, holds)
+    return url
+
+
+def _loaded_part(holds: str) -> str:
+    """What a history database's comment says was loaded, without the schema it is at."""
+    return " ".join(part for part in holds.split() if not part.startswith("schema="))
+
+
+def _comment(admin: str, name: str, holds: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"COMMENT ON DATABASE \"{name}\" IS '{holds}'")  # type: ignore[arg-type]
-    return url
+
+
+def _migrate(url: str) -> None:
+    from dispatch import migrations
+
+    with db.connect(url) as conn:
+        migrations.apply(conn, migrations.load(REPO_ROOT / "migrations"))
 
 
 @dataclass

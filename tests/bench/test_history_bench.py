@@ -89,3 +89,34 @@ def test_a_one_day_run_reports_every_path_with_its_ratio_buffers_and_the_worst(
     assert re.fullmatch(r"worst path at 1 days: \d+\.\d x empty \(.+\)", text.splitlines()[-1]), (
         text.splitlines()[-1]
     )
+
+
+def test_a_history_database_at_an_older_schema_is_migrated_not_reloaded(admin_url: str) -> None:
+    prefix = f"dispatch_bench_m{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}_history_1_50"
+    said: list[str] = []
+    try:
+        url = history._history(admin_url, 1, 50, said.append, prefix)
+        with db.connect(url) as conn:
+            conn.execute("INSERT INTO workers (id) VALUES ('w-left-by-the-first-load')")
+            conn.commit()
+        loaded = history._exists(admin_url, name)
+        assert loaded is not None and f"schema={history.schema_version()}" in loaded
+        older = loaded.replace(history.schema_version(), "0001_older")
+        history._comment(admin_url, name, older)
+        said.clear()
+        assert history._history(admin_url, 1, 50, said.append, prefix) == url
+        assert [line.split(":")[1].split()[0] for line in said[:3]] == [
+            "migrating",
+            "migrated",
+            "reused",
+        ]
+        assert history._exists(admin_url, name) == loaded
+        with db.connect(url) as conn:
+            kept = conn.execute(
+                "SELECT count(*) AS n FROM workers WHERE id = 'w-left-by-the-first-load'"
+            ).fetchone()
+        assert kept == {"n": 1}  # the rows stayed: migrated in place, not loaded anew
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
