@@ -40,6 +40,7 @@ LEASE_SECONDS = 3
 SWEEP_SECONDS = 1
 REPLAY_SHARE = 0.1
 PAUSE_SECONDS = 0.02  # a client's breath between actions
+WINDOW_SECONDS = 30  # the report's stretches: a stack that wilts shows it here
 SETTLE_SECONDS = 60  # longest wait for sweeps, relays and publishes after the load stops
 POLL_SECONDS = 0.5
 
@@ -108,10 +109,15 @@ def business(client: Client, stop: threading.Event) -> None:
         created = client.send("create", "POST", "/jobs", body)
         if created.job:
             mine.append(created.job)
-        if mine and client.rng.random() < 0.1:
-            job = mine.pop(client.rng.randrange(len(mine)))
+        if mine:  # the business app looks at one of its jobs, and sometimes cancels it
+            job = mine[client.rng.randrange(len(mine))]
             seen = client.send("read", "GET", f"/jobs/{job['id']}")
-            if seen.job and seen.job["status"] in ("open", "assigned"):
+            if (
+                client.rng.random() < 0.1
+                and seen.job
+                and seen.job["status"] in ("open", "assigned")
+            ):
+                mine.remove(job)
                 client.send(
                     "transition",
                     "POST",
@@ -187,6 +193,17 @@ class RouteFigures:
 
 
 @dataclass(frozen=True)
+class Window:
+    """One stretch of the run: what it served, how fast a job was read, and the outbox."""
+
+    began_s: float
+    per_second: float
+    read_p50_ms: float | None
+    accept_p50_ms: float | None
+    unpublished: int  # events not yet on the bus at the window's end
+
+
+@dataclass(frozen=True)
 class SoakReport:
     seconds: float
     businesses: int
@@ -198,6 +215,7 @@ class SoakReport:
     server_errors: int
     violations: list[str]
     settled_seconds: float
+    windows: list[Window]
 
 
 def figures(ops: list[hist.Op]) -> RouteFigures:
@@ -206,6 +224,50 @@ def figures(ops: list[hist.Op]) -> RouteFigures:
     p50, p99 = (cuts[49], cuts[98]) if cuts else (latencies[0], latencies[0])
     outcomes = Counter(op.outcome for op in ops)
     return RouteFigures(len(ops), outcomes["ok"], outcomes["fail"], outcomes["unknown"], p50, p99)
+
+
+UNPUBLISHED = """
+SELECT (SELECT count(*) FROM job_events WHERE published_at IS NULL)
+     + (SELECT count(*) FROM offer_events WHERE published_at IS NULL) AS n
+"""
+
+
+def watch_outbox(url: str, stop: threading.Event, seen: list[tuple[float, int]]) -> None:
+    """The unpublished events every second while the load runs: a pile that grows means the
+    relay and the publisher do not keep up."""
+    with db.connect(url) as conn:
+        conn.autocommit = True
+        while not stop.is_set():
+            row = conn.execute(UNPUBLISHED).fetchone()
+            seen.append((time.monotonic(), int(row["n"]) if row else 0))
+            stop.wait(1)
+
+
+def windows(
+    ops: list[hist.Op], outbox: list[tuple[float, int]], began: float, ended: float
+) -> list[Window]:
+    found: list[Window] = []
+    start = began
+    while start < ended - 1:
+        end = min(start + WINDOW_SECONDS, ended)
+        done = [o for o in ops if start <= o.completed_at < end]
+
+        def p50(route: str, done: list[hist.Op] = done) -> float | None:
+            times = [(o.completed_at - o.invoked_at) * 1000 for o in done if o.route == route]
+            return statistics.median(times) if times else None
+
+        backlog = [n for t, n in outbox if t < end]
+        found.append(
+            Window(
+                start - began,
+                len(done) / (end - start),
+                p50("read"),
+                p50("accept"),
+                backlog[-1] if backlog else 0,
+            )
+        )
+        start = end
+    return found
 
 
 def settle(conn: db.Connection) -> float:
@@ -241,6 +303,8 @@ def soak(database_url: str, seconds: float, businesses: int, workers: int) -> So
                 for n in range(workers)
             ]
             threads = [threading.Thread(target=run, args=(c, stop)) for run, c in people]
+            outbox: list[tuple[float, int]] = []
+            threads.append(threading.Thread(target=watch_outbox, args=(database_url, stop, outbox)))
             began = time.monotonic()
             for t in threads:
                 t.start()
@@ -271,6 +335,7 @@ def soak(database_url: str, seconds: float, businesses: int, workers: int) -> So
         server_errors=sum(1 for op in log.ops if op.status is None or op.status >= 500),
         violations=violations,
         settled_seconds=settled,
+        windows=windows(log.ops, outbox, began, began + elapsed),
     )
 
 
@@ -291,9 +356,33 @@ def report(r: SoakReport) -> str:
         for route, f in r.routes.items()
     ]
     lines += ["", "Answers by status: " + ", ".join(f"{s}: {n:,}" for s, n in r.statuses.items())]
+    lines += [
+        "",
+        f"Every {WINDOW_SECONDS} s of the run:",
+        "",
+        "| from (s) | requests/s | GET /jobs/{id} p50 ms | accept p50 ms | unpublished events |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {w.began_s:.0f} | {w.per_second:.0f} | {_ms(w.read_p50_ms)} | {_ms(w.accept_p50_ms)}"
+        f" | {w.unpublished:,} |"
+        for w in r.windows
+    ]
+    if r.windows:
+        first, last = r.windows[0], r.windows[-1]
+        lines += [
+            "",
+            f"last window served {last.per_second / max(first.per_second, 1e-9):.2f}x the first;"
+            f" worst GET /jobs/{{id}} p50 {max((w.read_p50_ms or 0) for w in r.windows):.0f} ms;"
+            f" unpublished events at the end {last.unpublished:,}",
+        ]
     if r.violations:
         lines += ["", "Violations (first 20):", *[f"- {v}" for v in r.violations[:20]]]
     return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}"
 
 
 def main(argv: list[str] | None = None) -> None:
