@@ -15,25 +15,42 @@ The city calls in at a few points only (city.py): the job's body, a worker's yes
 
 import random
 import statistics
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from sim.scenario import Choosing, Dispatch, Scenario
+from sim.state import Job, Worker
 
 if TYPE_CHECKING:
-    from sim.city import City, Job, Worker
+    from dispatch_local.invoke import Reply
 
 LOOK_AGAIN_S = 60.0
 
 
-class Choosing(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class City(Protocol):
+    """What this module reads and calls of the city (sim/city.py's `City`, which calls in
+    here: so it is described, not imported)."""
 
-    assignment: Literal["first_come", "business_choice"] = "first_come"
-    auto_pick: bool = False
-    choose_within_minutes: float | None = Field(None, gt=0)
-    look_after_minutes: tuple[float, float] = (2.0, 5.0)  # low, high: when the business looks
-    favourites: int = Field(0, ge=0)  # per business
-    favourites_first: bool = False
+    @property
+    def scenario(self) -> Scenario: ...
+    @property
+    def dispatch(self) -> Dispatch: ...
+    @property
+    def present(self) -> float: ...
+    @property
+    def workers(self) -> dict[str, Worker]: ...
+    @property
+    def jobs(self) -> dict[str, Job]: ...
+    @property
+    def favourites(self) -> dict[str, set[str]]: ...
+
+    def at(self, when: float, action: Callable[..., None], *args: Any) -> None: ...
+
+    def call(
+        self, route: str, method: str, path: str, who: tuple[str, str] | None, body: Any = None
+    ) -> "Reply": ...
+
+    def take(self, worker: Worker, job: Job, held: dict[str, Any], now: float) -> None: ...
 
 
 def job_fields(choosing: Choosing, speed: float) -> dict[str, Any]:
@@ -50,7 +67,7 @@ def job_fields(choosing: Choosing, speed: float) -> dict[str, Any]:
     return body
 
 
-def before_posting(city: "City", business: str) -> None:
+def before_posting(city: City, business: str) -> None:
     """A business names its favourites the first time it posts."""
     choosing = city.dispatch.choosing
     if not choosing.favourites or business in city.favourites:
@@ -64,7 +81,7 @@ def before_posting(city: "City", business: str) -> None:
         )
 
 
-def posted(city: "City", job: "Job") -> None:
+def posted(city: City, job: Job) -> None:
     if city.dispatch.choosing.assignment != "business_choice":
         return
     job.choice = True
@@ -73,14 +90,14 @@ def posted(city: "City", job: "Job") -> None:
     city.at(city.present + rng.uniform(low, high) * 60, look, city, job)
 
 
-def apply(city: "City", worker: "Worker", job: "Job") -> None:
+def apply(city: City, worker: Worker, job: Job) -> None:
     """The worker's yes to a choice job: an application."""
     reply = city.call("apply", "POST", f"/jobs/{job.id}/applications", worker.who, {})
     if reply.status == 201:
         job.applicants += 1
 
 
-def look(city: "City", job: "Job") -> None:
+def look(city: City, job: Job) -> None:
     """The business opens its applicants and assigns the best it can."""
     if job.status != "open" or job.end is not None:
         return
@@ -102,7 +119,7 @@ def look(city: "City", job: "Job") -> None:
     city.at(city.present + LOOK_AGAIN_S, look, city, job)
 
 
-def assigned(city: "City", job: "Job", event: dict[str, Any], when: float) -> None:
+def assigned(city: City, job: Job, event: dict[str, Any], when: float) -> None:
     """On the bus: a choice job was assigned (by its business or the auto-pick); the worker
     goes, as a worker who won an accept would."""
     data = event["data"]
@@ -114,7 +131,7 @@ def assigned(city: "City", job: "Job", event: dict[str, Any], when: float) -> No
     # city's view): the lease runs out and the job goes back to the business's choice.
 
 
-def kpis(city: "City") -> dict[str, Any]:
+def kpis(city: City) -> dict[str, Any]:
     """What the trade-off table reads beyond the common figures."""
     jobs = list(city.jobs.values())
     filled = [j for j in jobs if j.filled]

@@ -17,9 +17,8 @@ import heapq
 import math
 import random
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,12 +30,11 @@ from dispatch_local.invoke import Api, Reply
 from dispatch_local.template import handler_of, queue_consumers, rule_pattern, schedules
 from sim import choosing
 from sim.push import PushSample
-from sim.run import fate, job_row
-from sim.scenario import Dispatch, LatLng, Scenario
+from sim.scenario import Dispatch, Scenario
+from sim.state import Job, Worker, waiting
 from sim.transport import Transport
 from sim.world import (
     Arrival,
-    WorkerPlan,
     distance_m,
     offset,
     plan_arrivals,
@@ -48,71 +46,6 @@ from sim.world import (
 PHOTO = b"\xff\xd8\xff\xe0 a photo of the work"
 POSITIONS_EVERY = 120.0  # seconds of city time between position frames in the replay
 RELAY_PASS_EVERY = 2.0  # seconds of city time between passes of the catch-up relay
-
-
-@dataclass
-class Worker:
-    plan: WorkerPlan
-    rng: random.Random
-    position: LatLng
-    status: str = "offline"  # offline | idle | assigned | working | gone
-    heading: float = 0.0
-    moved_at: float = 0.0
-    target: LatLng | None = None
-    job: "Job | None" = None
-    version: int = 0
-    rating: float | None = None
-    profiled: bool = False
-    online_since: float = 0.0
-    online_total: float = 0.0
-    busy_since: float = 0.0
-    busy_total: float = 0.0
-    seen_offers: set[str] = field(default_factory=set)
-    offered: int = 0  # offers the product made them (how work spreads)
-    taken: int = 0  # jobs they won
-
-    @property
-    def id(self) -> str:
-        return self.plan.id
-
-    @property
-    def who(self) -> tuple[str, str]:
-        return (self.plan.id, "worker")
-
-
-@dataclass
-class Job:
-    id: str
-    arrival: Arrival
-    created: float  # city seconds, from the job.created event
-    version: int = 1
-    status: str = "open"
-    first_offer: float | None = None
-    first_assigned: float | None = None
-    filled: bool = False
-    unfilled: bool = False
-    unfilled_at: float | None = None
-    offers: int = 0
-    declines: int = 0
-    lost_races: int = 0
-    reopened_at: float | None = None
-    refill_seconds: list[float] = field(default_factory=list)
-    leases_lost: int = 0
-    nearest_idle_m: float | None = None
-    winner_m: float | None = None
-    end: str | None = None  # completed | cancelled | expired
-    # The business's choice (sim/choosing.py): whether it chooses, how many applied, who chose
-    # (None: the worker, first come), who got it and their rating then.
-    choice: bool = False
-    applicants: int = 0
-    chosen_by: str | None = None
-    assignee: str | None = None
-    assignee_rating: float | None = None
-
-
-def waiting(job: Job) -> bool:
-    """Whether the job has no outcome yet (its fate, `sim.run.fate`, would be "waiting")."""
-    return fate(job_row(job)) == "waiting"
 
 
 class City:
@@ -132,7 +65,7 @@ class City:
         # Per function (route, queue consumer, schedule): invocations and seconds spent in
         # the handler, for the bill (sim/costs.py).
         self.invocations: Counter[str] = Counter()
-        self.handler_seconds: Counter[str] = Counter()
+        self.handler_seconds: defaultdict[str, float] = defaultdict(float)
         self.replay: list[dict[str, Any]] = []
         self.jobs: dict[str, Job] = {}
         self.favourites: dict[str, set[str]] = {}  # business -> its favourites (choosing.py)

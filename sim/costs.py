@@ -85,7 +85,8 @@ def without_proxy(p: dict[str, Any]) -> dict[str, Any]:
 def busy_environments(kpis: dict[str, Any], hours: float) -> float:
     """How many Lambda environments were busy on average (handler seconds over the city's
     seconds): the connections the writer must hold, give or take the peaks."""
-    return sum(kpis["aws"]["handler_seconds"].values()) / (hours * 3600)
+    seconds: float = sum(kpis["aws"]["handler_seconds"].values())
+    return seconds / (hours * 3600)
 
 
 def per_thousand_filled(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.costs import busy_environments, per_thousand_filled, prices, without_proxy
-from sim.run import percentiles
+from sim.state import percentiles
 
 POLICIES = ("nearest", "likely")
 
@@ -136,7 +136,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
+    tail: float = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 

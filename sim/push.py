@@ -42,14 +42,12 @@ import time
 import warnings
 from collections.abc import Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sim.scenario import Scenario
+from sim.state import Job, Worker, percentiles
 from sim.transport import Transport
 from sim.world import uniform
-
-if TYPE_CHECKING:
-    from sim.city import Job, Worker
 
 MEASURED_ENOUGH = 30  # measured delays before the rest draw from them
 SETTLE_SECONDS = 3.0  # after the run, for what is still on its way to a phone
@@ -239,7 +237,7 @@ class PushSample:
         """An offer the bus carried to a sampled worker: its socket should receive it."""
         self.offered[event["id"]] = event["job_id"]
 
-    def tell_rest(self, worker: "Worker", job: "Job", when: float) -> float | None:
+    def tell_rest(self, worker: Worker, job: Job, when: float) -> float | None:
         """A worker outside the sample: the delay they hear the offer after (None: lost)."""
         spec = self.scenario.workers
         if worker.rng.random() < spec.push_lost:
@@ -255,7 +253,7 @@ class PushSample:
         self.first_heard_rest[job.id] = min(heard, self.first_heard_rest.get(job.id, heard))
         return delay
 
-    def received(self, city_time: Any, jobs: dict[str, "Job"]) -> Iterator[tuple[str, Any, float]]:
+    def received(self, city_time: Any, jobs: dict[str, Job]) -> Iterator[tuple[str, Any, float]]:
         """Each offer a sampled phone received since the last look, once: (worker, the
         offer's data, the city moment they hear it: its commit plus the measured delay)."""
         for sub, text, arrived in self.phones.heard():
@@ -285,8 +283,6 @@ class PushSample:
 def figures(sample: PushSample) -> dict[str, Any]:
     """What the sample measured, beside what the model gives: delays in milliseconds of the
     wall clock, times to the first offer in seconds of the city's."""
-    from sim.run import percentiles
-
     spec = sample.scenario.workers
     heard = len(sample.heard_ids & set(sample.offered))
     delays_ms = sorted(d * 1000 for d in sample.delays)
@@ -313,5 +309,5 @@ def figures(sample: PushSample) -> dict[str, Any]:
     }
 
 
-def kpis(city: Any) -> dict[str, Any]:
-    return {} if city.push is None else {"push": figures(city.push)}
+def kpis(sample: PushSample | None) -> dict[str, Any]:
+    return {} if sample is None else {"push": figures(sample)}

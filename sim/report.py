@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim.run import FATES, Outcome, fate
+from sim.run import Outcome
 from sim.scenario import Scenario
+from sim.state import FATES, fate
 
 
 def slug(name: str) -> str:
@@ -292,7 +293,7 @@ def draw(scenario: Scenario, outcomes: list[Outcome], out: Path) -> list[str]:
     fig, ax = plt.subplots(figsize=(6, 6))
     border = [*scenario.area.border, scenario.area.border[0]]
     ax.plot([p[1] for p in border], [p[0] for p in border], color="grey", linewidth=1)
-    styles = {
+    styles: dict[str, dict[str, Any]] = {
         "filled": {"s": 6, "alpha": 0.4},
         "unfilled": {"s": 18, "marker": "x", "color": "crimson"},
         "cancelled": {"s": 18, "marker": "^", "color": "darkorange"},

@@ -5,7 +5,6 @@ the same seeded world every time; then the figures, the history checker's verdic
 """
 
 import os
-import statistics
 import tempfile
 import time
 import uuid
@@ -14,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -22,6 +21,10 @@ from dispatch.config import Settings
 from dispatch.observability import logger
 from sim import choosing, push
 from sim.scenario import Dispatch, Scenario
+from sim.state import fate, job_row, percentiles
+
+if TYPE_CHECKING:
+    from sim.city import City
 
 # The product's settings that carry a duration, in the scenario's (real) seconds.
 KEEP_POSITIONS_SECONDS = 3600
@@ -363,16 +366,7 @@ def run(scenario: Scenario, home: Path, progress_seconds: float = 0.0) -> list[O
 # -- the figures ----------------------------------------------------------------------------
 
 
-def percentiles(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"p50": None, "p90": None, "p99": None}
-    if len(values) == 1:
-        return {"p50": values[0], "p90": values[0], "p99": values[0]}
-    cuts = statistics.quantiles(sorted(values), n=100, method="inclusive")
-    return {"p50": cuts[49], "p90": cuts[89], "p99": cuts[98]}
-
-
-def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[str, Any]:
+def kpis(scenario: Scenario, city: "City", wall: float, dead_letters: int) -> dict[str, Any]:
     jobs = list(city.jobs.values())
     posted = len(jobs)
     filled = [j for j in jobs if j.filled]
@@ -404,7 +398,9 @@ def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[
         "time_to_first_offer_s": percentiles(
             [j.first_offer - j.created for j in jobs if j.first_offer is not None]
         ),
-        "time_to_accept_s": percentiles([j.first_assigned - j.created for j in filled]),
+        "time_to_accept_s": percentiles(
+            [j.first_assigned - j.created for j in filled if j.first_assigned is not None]
+        ),
         "offers_per_filled_job": sum(j.offers for j in filled) / len(filled) if filled else None,
         "lost_races_per_filled_job": (
             sum(j.lost_races for j in filled) / len(filled) if filled else None
@@ -424,7 +420,7 @@ def kpis(scenario: Scenario, city: Any, wall: float, dead_letters: int) -> dict[
         "requests_per_second": requests / wall if wall else None,
         "lag_s": percentiles(lags) | {"max": lags[-1] if lags else None},
         **choosing.kpis(city),
-        **push.kpis(city),
+        **push.kpis(city.push),
         **fairness(city),
         "aws": usage(city),
     }
@@ -440,7 +436,7 @@ def gini(values: list[float]) -> float | None:
     return (2 * weighted) / (n * total) - (n + 1) / n
 
 
-def fairness(city: Any) -> dict[str, Any]:
+def fairness(city: "City") -> dict[str, Any]:
     """How work spread over the workers who were online at some time in the run: the share
     who were never offered a job, and the Gini coefficient of jobs (won) per worker."""
     online = [w for w in city.workers.values() if w.online_total > 0 or w.status != "offline"]
@@ -454,7 +450,7 @@ def fairness(city: Any) -> dict[str, Any]:
     }
 
 
-def usage(city: Any) -> dict[str, Any]:
+def usage(city: "City") -> dict[str, Any]:
     """What the run asked of AWS, measured (sim/costs.py prices it): invocations and handler
     seconds per function, queue messages sent and receives, events put on the bus."""
     transport = city.transport
@@ -467,42 +463,8 @@ def usage(city: Any) -> dict[str, Any]:
     }
 
 
-def by_route(city: Any) -> dict[str, dict[int, int]]:
+def by_route(city: "City") -> dict[str, dict[int, int]]:
     routes: dict[str, dict[int, int]] = {}
     for (route, status), n in sorted(city.requests.items()):
         routes.setdefault(route, {})[status] = n
     return routes
-
-
-# What became of a job by the end of the run: every job has exactly one fate.
-FATES = {
-    "filled": "filled (assigned at least once)",
-    "unfilled": "unfilled (every wave passed, nobody took it)",
-    "cancelled": "cancelled before anyone took it",
-    "expired": "its window ended before anyone took it",
-    "waiting": "still waiting when the run ended (after its drain, if it had one)",
-}
-
-
-def fate(job: dict[str, Any]) -> str:
-    """The fate of a job row (`job_row`)."""
-    if job["filled"]:
-        return "filled"
-    if job["unfilled"]:
-        return "unfilled"
-    if job["end"] in ("cancelled", "expired"):
-        return str(job["end"])
-    return "waiting"
-
-
-def job_row(job: Any) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "created": job.created,
-        "lat": job.arrival.location[0],
-        "lng": job.arrival.location[1],
-        "filled": job.filled,
-        "unfilled": job.unfilled,
-        "time_to_accept": (job.first_assigned - job.created) if job.filled else None,
-        "end": job.end,
-    }

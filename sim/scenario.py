@@ -16,8 +16,6 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sim.choosing import Choosing
-
 Probability = Annotated[float, Field(ge=0, le=1)]
 NonNegative = Annotated[float, Field(ge=0)]
 Positive = Annotated[float, Field(gt=0)]
@@ -182,6 +180,19 @@ class Jobs(Model):
         default=[0.02, 0.03, 0.1, 0.35, 0.5], min_length=5, max_length=5
     )
     rating_minutes: Between = Between(low=1, high=30)  # from completion to the rating
+
+
+class Choosing(BaseModel):
+    """How the businesses of a configuration assign (sim/choosing.py plays it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    assignment: Literal["first_come", "business_choice"] = "first_come"
+    auto_pick: bool = False
+    choose_within_minutes: float | None = Field(None, gt=0)
+    look_after_minutes: tuple[float, float] = (2.0, 5.0)  # low, high: when the business looks
+    favourites: int = Field(0, ge=0)  # per business
+    favourites_first: bool = False
 
 
 class Dispatch(Model):

@@ -195,12 +195,12 @@ class Transport:
                 return self.sqs
             if service == "events":
                 return self.bus
-            return self._real_client(service)  # type: ignore[arg-type]
+            return self._real_client(service)
 
         aws.client = client  # type: ignore[assignment]
 
     def uninstall(self) -> None:
-        aws.client = self._real_client  # type: ignore[assignment]
+        aws.client = self._real_client
 
     def deliver(self, url: str, handle: Callable[[dict[str, Any]], Any], batch: int = 10) -> int:
         """One receive and one invocation, as the event source mapping makes them; how many

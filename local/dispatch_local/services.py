@@ -96,7 +96,8 @@ def _role_url(owner_url: str, role: str, password_variable: str) -> str:
     params = {k: v for k, v in conninfo_to_dict(owner_url).items() if k != "password"}
     if password := os.environ.get(password_variable):
         params["password"] = password
-    return make_conninfo(**{**params, "user": role})
+    params["user"] = role
+    return make_conninfo("", **params)
 
 
 def migrate(url: str) -> list[str]:

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from sim.report import plot_data
-from sim.run import Outcome, fate
+from sim.run import Outcome
 from sim.scenario import Dispatch, load
+from sim.state import fate
 
 TINY = load(Path(__file__).parents[2] / "sim" / "scenarios" / "tiny.toml")  # 0.25 h
 
