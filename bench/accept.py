@@ -35,13 +35,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from bench.common import Timing, bench_database, timing
+from bench.common import Timing, bench_database, one, timing
 from bench.server import counting_postgres
 from dispatch import db, idempotency
 from dispatch.config import settings
@@ -258,6 +259,23 @@ CLAIMS: dict[str, Callable[[db.Connection, Any], int]] = {
     "handler": claim_handler,
     "classic-handler": claim_classic_handler,
 }
+
+
+def as_is(job_id: UUID, worker_id: str) -> tuple[UUID, str]:
+    """The attempt the SQL-only claimers take: the job and the worker, as they are."""
+    return (job_id, worker_id)
+
+
+def claim_into(
+    answers: list[int],
+    claim: Callable[[db.Connection, Any], int],
+    conn: db.Connection,
+    attempt: Any,
+) -> None:
+    """One claim, its status appended to `answers` (what `traced` runs)."""
+    answers.append(claim(conn, attempt))
+
+
 PREPARE: dict[str, Callable[[UUID, str], Any]] = {
     "handler": api_gateway_event,
     "classic-handler": api_gateway_event,
@@ -283,7 +301,7 @@ def _claimer(
     mode: str, claimer: int, job_ids: list[UUID]
 ) -> tuple[list[int], list[int], float, float]:
     claim, conn, barrier = CLAIMS[mode], _PROCESS["conn"], _PROCESS["barrier"]
-    prepare = PREPARE.get(mode, lambda job_id, worker_id: (job_id, worker_id))
+    prepare = PREPARE.get(mode, as_is)
     attempts = [prepare(job_id, f"w-{claimer}-{j}") for j, job_id in enumerate(job_ids)]
     latencies: list[int] = []
     statuses: list[int] = []
@@ -347,7 +365,7 @@ SELECT coalesce(sum(record_size), 0)::bigint AS wal_bytes,
 
 def counted(admin: db.Connection, since: str, attempts: int, wins: int) -> DatabaseShare:
     work = admin.execute(COUNTED_STATEMENTS).fetchone()
-    until = admin.execute(WAL_END).fetchone()["lsn"]  # type: ignore[index]
+    until = one(admin.execute(WAL_END))["lsn"]
     wal = (
         admin.execute(WAL_WRITTEN, {"since": since, "until": until}).fetchone()
         if until != since  # nothing written (pg_walinspect refuses an empty range)
@@ -377,16 +395,14 @@ def wire_round_trips(url: str) -> dict[str, tuple[int, int]]:
             for statement in SETUP:
                 admin.execute(statement, {"jobs": 1, "claimers": 2})
             (job_id,) = [r["id"] for r in admin.execute("SELECT id FROM jobs")]
-            prepare = PREPARE.get(mode, lambda job_id, worker_id: (job_id, worker_id))
+            prepare = PREPARE.get(mode, as_is)
             trips = []
             for claimer, expected in ((0, 200), (1, 409)):
                 attempt = prepare(job_id, f"w-{claimer}-0")
                 conn = db.connection() if mode in PREPARE else admin
                 answers: list[int] = []
                 claim = CLAIMS[mode]
-                wire = traced(
-                    lambda a=attempt, c=conn, k=claim, out=answers: out.append(k(c, a)), conn
-                )
+                wire = traced(partial(claim_into, answers, claim, conn, attempt), conn)
                 assert answers == [expected], (mode, answers)
                 trips.append(wire.round_trips + wire.after_commit_round_trips)
             found[mode] = (trips[0], trips[1])
@@ -432,7 +448,7 @@ def run(
                     job_ids = [r["id"] for r in admin.execute("SELECT id FROM jobs ORDER BY id")]
                     if counting:
                         admin.execute("CHECKPOINT")
-                        since = admin.execute(COUNTERS_RESET).fetchone()["lsn"]  # type: ignore[index]
+                        since = one(admin.execute(COUNTERS_RESET))["lsn"]
                     results = pool.starmap(_claimer, [(mode, c, job_ids) for c in range(claimers)])
                     if counting:
                         share = counted(admin, since, claimers * len(job_ids), len(job_ids))
@@ -481,7 +497,10 @@ def report(rows: list[Row]) -> str:
 
 # The design we claim to beat, for each of ours: SQL against SQL, handler against handler.
 RIVAL = {"floor": "classic", "handler": "classic-handler"}
-SHARE_MEASURES = (  # (label, per-row figure); lower is better for every one
+
+
+SHARE_MEASURES: tuple[tuple[str, Callable[[DatabaseShare], float]], ...] = (
+    # (label, per-row figure); lower is better for every one
     ("database ms per attempt", lambda d: d.database_ms / d.attempts),
     ("WAL bytes per won job", lambda d: d.wal_bytes / d.wins),
     ("statements per attempt", lambda d: d.statements / d.attempts),

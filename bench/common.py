@@ -6,12 +6,22 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 import psycopg
 
 from dispatch import db, migrations
 from dispatch_local import REPO_ROOT, home
 from dispatch_local.services import owner_url
+
+R = TypeVar("R")
+
+
+def one(cursor: psycopg.Cursor[R]) -> R:
+    """The one row of a benchmark's own statement that always returns one (now(), a count)."""
+    row = cursor.fetchone()
+    assert row is not None, "the statement returned no row"
+    return row
 
 
 @contextmanager

@@ -32,7 +32,7 @@ import psycopg
 import redis
 from psycopg.types.string import TextLoader
 
-from bench.common import Timing, bench_database, bench_redis, timing
+from bench.common import Timing, bench_database, bench_redis, one, timing
 from dispatch import db
 from dispatch.config import settings
 from dispatch.jobs import sql as job_sql
@@ -69,8 +69,8 @@ def load(url: str, jobs: int, seed: int = 7) -> bool:
         conn.execute("SET statement_timeout = 0")  # loading a million rows is not a request
         conn.execute("TRUNCATE jobs, job_events CASCADE")
         columns = "business_id, lat, lng, skills, window_start, window_end"
-        start = conn.execute("SELECT now() - interval '1 hour' AS t").fetchone()["t"]  # type: ignore[index]
-        end = conn.execute("SELECT now() + interval '1 day' AS t").fetchone()["t"]  # type: ignore[index]
+        start = one(conn.execute("SELECT now() - interval '1 hour' AS t"))["t"]
+        end = one(conn.execute("SELECT now() + interval '1 day' AS t"))["t"]
         with conn.cursor().copy(f"COPY jobs ({columns}) FROM STDIN") as copy:
             for _ in range(jobs):
                 copy.write_row(("b-1", *random_point(rng), "{}", start, end))

@@ -102,7 +102,7 @@ def facts(conn: db.Connection) -> dict[str, Any]:
     """The rows of the current state the statements are sent about (ids differ per database)."""
 
     def one(sql: str) -> dict[str, Any]:
-        row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+        row = conn.execute(sql).fetchone()
         assert row is not None, sql
         return dict(row)
 
@@ -365,7 +365,7 @@ def _once(conn: db.Connection, run: Callable[[db.Connection], object]) -> float:
 
 def _statement(sql: str, params: dict[str, Any]) -> Callable[[db.Connection], object]:
     def run(conn: db.Connection) -> object:
-        cursor = conn.execute(sql, params)  # type: ignore[arg-type]
+        cursor = conn.execute(sql, params)
         return cursor.fetchall() if cursor.description else None
 
     return run
@@ -425,7 +425,7 @@ def explain(conn: db.Connection, name: str) -> str:
     lines: list[str] = []
 
     def run(c: db.Connection) -> None:
-        rows = c.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()  # type: ignore[operator]
+        rows = c.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()
         lines.extend(str(next(iter(row.values()))) for row in rows)
 
     _once(conn, run)
@@ -441,7 +441,7 @@ def buffers(conn: db.Connection, name: str) -> int:
 
     def run(c: db.Connection) -> None:
         row = c.execute(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql,  # type: ignore[operator]
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql,
             params,
         ).fetchone()
         assert row is not None
@@ -491,8 +491,8 @@ def _current_anew(url: str) -> None:
             live = "SELECT id FROM jobs WHERE status IN ('open', 'assigned', 'in_progress')"
             for table in ("job_events", "offer_events", "job_offers", "job_declines",
                           "job_applications", "offer_waves"):  # fmt: skip
-                conn.execute(f"DELETE FROM {table} WHERE job_id IN ({live})")  # type: ignore[arg-type]
-            conn.execute(f"DELETE FROM jobs WHERE id IN ({live})")  # type: ignore[arg-type]
+                conn.execute(f"DELETE FROM {table} WHERE job_id IN ({live})")
+            conn.execute(f"DELETE FROM jobs WHERE id IN ({live})")
             conn.execute("DELETE FROM photos WHERE owner_id LIKE 'w-cur-%'")
             conn.execute("DELETE FROM push_connections")
         history_load.current(conn)
@@ -555,7 +555,7 @@ def _loaded_part(holds: str) -> str:
 
 def _comment(admin: str, name: str, holds: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"COMMENT ON DATABASE \"{name}\" IS '{holds}'")  # type: ignore[arg-type]
+        conn.execute(f"COMMENT ON DATABASE \"{name}\" IS '{holds}'")
 
 
 def _migrate(url: str) -> None:

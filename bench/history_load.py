@@ -17,7 +17,6 @@ with applicants, expired leases, workers, push connections.
 """
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
 
@@ -422,7 +421,7 @@ def load(
                     "workers": WORKERS,
                 }
                 for statement in _statements(BEFORE_TAKEN):
-                    conn.execute(statement, params)  # type: ignore[arg-type]
+                    conn.execute(statement, params)
                 turns = conn.execute(TURNS).fetchone()
                 assert turns is not None
                 # A turn is a few thousand jobs among all days': by their keys, not by a hash of
@@ -431,11 +430,11 @@ def load(
                 conn.execute("SET LOCAL enable_mergejoin = off")
                 for turn in range(1, turns["turns"] + 1):
                     for statement in _statements((TAKEN,)):
-                        conn.execute(statement, {"turn": turn})  # type: ignore[arg-type]
+                        conn.execute(statement, {"turn": turn})
                 conn.execute("SET LOCAL enable_hashjoin = on")
                 conn.execute("SET LOCAL enable_mergejoin = on")
                 for statement in _statements(AFTER_TAKEN):
-                    conn.execute(statement, params)  # type: ignore[arg-type]
+                    conn.execute(statement, params)
             progress(
                 f"day -{day}: {jobs_per_day:,} jobs in {time.monotonic() - started:.1f} s "
                 f"({days - day + 1}/{days})"
@@ -449,7 +448,7 @@ def current(conn: db.Connection) -> None:
     with conn.transaction():
         conn.execute(UUID7_AT)
         for statement in _statements(CURRENT):
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
     time.sleep(SETTLE_SECONDS)
 
 
@@ -494,4 +493,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -23,7 +23,7 @@ from typing import Any
 
 import redis
 
-from bench.common import Timing, bench_database, bench_redis, timing
+from bench.common import Timing, bench_database, bench_redis, one, timing
 from dispatch import db
 from dispatch_local import environment_restored
 from dispatch_local.services import app_url
@@ -107,9 +107,9 @@ def build_city(url: str, redis_url: str, seed: int = 13) -> None:
             done_by = holder or (f"w-done-{n}" if status == "completed" else None)
             before = after = None
             if status in ("in_progress", "completed"):
-                before = conn.execute(PHOTO, (done_by, f"photos/{n}/before")).fetchone()["id"]  # type: ignore[index]
+                before = one(conn.execute(PHOTO, (done_by, f"photos/{n}/before")))["id"]
             if status == "completed":
-                after = conn.execute(PHOTO, (done_by, f"photos/{n}/after")).fetchone()["id"]  # type: ignore[index]
+                after = one(conn.execute(PHOTO, (done_by, f"photos/{n}/after")))["id"]
             conn.execute(
                 JOB,
                 {
@@ -166,12 +166,12 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
     positions = locations.position_keys().positions
 
     def workers() -> None:
-        found = client.geosearch(
+        found: list[tuple[bytes, tuple[float, float]]] = client.geosearch(  # type: ignore[assignment]  # WITHCOORD
             positions, longitude=77.595, latitude=12.97, width=40_500, height=40_400,
             unit="m", sort="ASC", count=5000, withcoord=True,
         )  # fmt: skip
-        client.zmscore(locations.position_keys().seen, [w for w, _ in found])  # type: ignore[union-attr]
-        ids = [w.decode() for w, _ in found]  # type: ignore[union-attr]
+        ids = [w.decode() for w, _ in found]
+        client.zmscore(locations.position_keys().seen, ids)
         conn.execute(sql.BUSY_WORKERS, {"ids": ids}).fetchall()
 
     def events() -> None:

@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.common import bench_database
+from bench.common import bench_database, one
 from bench.soak import Client, business, near_centre, worker
 from dispatch import db
 from dispatch.jobs import commands
@@ -118,7 +118,7 @@ def measure(
 ) -> Phase:
     window = {"since": since, "until": until}
     delays = sorted(r["seconds"] for r in conn.execute(BUS_DELAYS, window))
-    unpublished = conn.execute(UNPUBLISHED, window).fetchone()["n"]
+    unpublished = one(conn.execute(UNPUBLISHED, window))["n"]
     overshoots = [r["seconds"] for r in conn.execute(OVERSHOOTS, window)]
     return Phase(
         name=name,
@@ -138,7 +138,7 @@ def measure(
 
 
 def now(conn: db.Connection) -> str:
-    return str(conn.execute("SELECT now()::text AS t").fetchone()["t"])
+    return str(one(conn.execute("SELECT now()::text AS t"))["t"])
 
 
 def run(

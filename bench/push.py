@@ -40,7 +40,7 @@ from typing import Any
 import requests
 import websockets
 
-from bench.common import bench_database
+from bench.common import bench_database, one
 from dispatch import db
 from dispatch_local import tokens
 from dispatch_local.stack import start_stack, stop_stack
@@ -166,7 +166,7 @@ def post_jobs(base: str, seconds: float, per_second: float, stop: threading.Even
         due = began + posted / per_second
         time.sleep(max(0.0, due - time.monotonic()))
         now = time.time()
-        body = {
+        body: dict[str, Any] = {
             "location": place(rng),
             "skills": [rng.choice(["wash", "iron", "repair"])],
             "window": {
@@ -305,7 +305,7 @@ async def measure_ours(
     print(f"connecting {len(subs)} phones", flush=True)
     await phones.open(lambda sub: ws_base + tokens.issue(sub, "worker", ttl_seconds=7200), subs)
     with db.connect(database_url) as conn:
-        since = str(conn.execute("SELECT now()::text AS t").fetchone()["t"])
+        since = str(one(conn.execute("SELECT now()::text AS t"))["t"])
         per_second = RUSH_JOBS_PER_HOUR * speed / 3600
         print(f"posting {per_second:.1f} jobs/s for {seconds:.0f} s", flush=True)
         stop = threading.Event()
@@ -314,7 +314,7 @@ async def measure_ours(
         await asyncio.sleep(3 * WAVE_SECONDS)
         deadline = time.monotonic() + SETTLE_SECONDS
         while True:
-            made = conn.execute(OFFERS_MADE, {"since": since}).fetchone()["n"]
+            made = one(conn.execute(OFFERS_MADE, {"since": since}))["n"]
             if time.monotonic() > deadline or offers_heard(phones) >= made:
                 break
             await asyncio.sleep(0.5)

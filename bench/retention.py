@@ -92,6 +92,7 @@ def run(url: str, old_jobs: int, batches: int, batch_size: int = 500) -> dict[st
             for statement in FILL:
                 owner.execute(statement, {"jobs": old_jobs, "live": max(1, old_jobs // 30)})
         runs: list[Run] = []
+        last_key: str | None = None  # the last archive written, read back for its size per job
         with db.connect(archivist_url(url)) as archivist:
             pick_full = pick_seconds(archivist)
             for _ in range(batches):
@@ -102,8 +103,9 @@ def run(url: str, old_jobs: int, batches: int, batch_size: int = 500) -> dict[st
                     break
                 size = s3.head_object(Bucket=BUCKET, Key=batch.key)["ContentLength"]
                 runs.append(Run(batch.jobs, sum(batch.rows.values()), seconds, size))
+                last_key = batch.key
             pick_after = pick_seconds(archivist)
-            body = s3.get_object(Bucket=BUCKET, Key=batch.key)["Body"].read() if runs else b""
+            body = s3.get_object(Bucket=BUCKET, Key=last_key)["Body"].read() if last_key else b""
     return {
         "old_jobs": old_jobs,
         "runs": runs,

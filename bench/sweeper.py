@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,7 @@ def accept_callers(
                 idempotency.execute(
                     conn,
                     request,
-                    lambda c, j=job_id, w=worker: commands.accept_job(c, j, w, None),
+                    partial(commands.accept_job, job_id=job_id, worker_id=worker, version=None),
                     200,
                 )
                 elapsed = time.perf_counter_ns() - t0

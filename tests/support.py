@@ -247,7 +247,7 @@ def drain(
 def on_the_queue(url: str, rounds: int = 500) -> list[str]:
     """Take every message off a queue; their bodies, in the order received. Bounded: a queue
     that something keeps filling fails the test with what it held, instead of hanging it."""
-    sqs, bodies = boto3.client("sqs"), []
+    sqs, bodies = boto3.client("sqs"), list[str]()
     for _ in range(rounds):
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
             "Messages"

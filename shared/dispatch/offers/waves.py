@@ -27,7 +27,7 @@ from dispatch.events import Event
 from dispatch.jobs.models import JobEventType
 from dispatch.observability import count, logger
 from dispatch.offers import inbox, policy
-from dispatch.offers.models import WaveRequest
+from dispatch.offers.models import WaveRequest as WaveRequest  # the offer queue's message
 from dispatch.offers.sql import (
     LOCK_OPEN_JOB,
     MAKE_OFFERS,
