@@ -6,7 +6,13 @@ PORT ?= 3000
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-retention bench-history evaluate-policy template-lint checkov package clean
+.PHONY: help browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-retention bench-history evaluate-policy template-lint checkov package clean
+
+## List every target with what it is for (each target's `## ` line in this Makefile).
+help:
+	@awk '/^## / { if (!help) help = substr($$0, 4); next } \
+	  /^[a-zA-Z][a-zA-Z0-9_-]*:([^=]|$$)/ { if (help) printf "  %-16s %s\n", substr($$1, 1, index($$1, ":") - 1), help; help = "" }' \
+	  $(firstword $(MAKEFILE_LIST))
 
 # Everything (the dev extra: tests, linters, sam, the browser driver): make test and the rest.
 $(STAMP): pyproject.toml constraints.txt
@@ -32,15 +38,16 @@ lock:
 	{ sed -n '/^#/p' constraints.txt; $(VENV)/lock/bin/python -m pip freeze --exclude-editable; } > constraints.new
 	mv constraints.new constraints.txt && rm -rf $(VENV)/lock
 
+## Install everything make test needs (the dev extra) into .venv.
 install: $(STAMP)
 
-## Write migrations/schema.sql, the current schema, from the migrations (after adding one;
-## tests/integration/test_schema_file.py fails while it is stale).
+## Write migrations/schema.sql, the current schema, from the migrations (after adding one).
+# tests/integration/test_schema_file.py fails while it is stale.
 schema: $(STAMP)
 	$(BIN)/python -m dispatch_local.schema
 
-## Serve the API on http://127.0.0.1:$(PORT) (embedded Postgres and Redis unless
-## DATABASE_URL / REDIS_URL are set).
+## Serve the API on http://127.0.0.1:$(PORT) (embedded Postgres and Redis).
+# Unless DATABASE_URL / REDIS_URL are set: then theirs.
 dev: $(LOCAL_STAMP)
 	PORT=$(PORT) $(BIN)/dispatch dev --port $(PORT)
 
@@ -48,14 +55,16 @@ dev: $(LOCAL_STAMP)
 test: $(STAMP) lint typecheck template-lint checkov browser
 	$(BIN)/pytest
 
-## The second tier, the parts AWS puts in front: the integration and end-to-end tests again,
-## through PgBouncer in transaction pooling (4 server connections per database and user, for
-## many more clients; it refuses startup options, as RDS Proxy does) and on a three-master Redis
-## Cluster (a sharded keyspace, as ElastiCache Serverless is). Both from Debian's packages,
-## installed when missing, started and stopped by the tests themselves.
+## The second tier: integration and end-to-end tests through PgBouncer and a Redis Cluster.
+# The parts AWS puts in front: the integration and end-to-end tests again, through PgBouncer in
+# transaction pooling (4 server connections per database and user, for many more clients; it
+# refuses startup options, as RDS Proxy does) and on a three-master Redis Cluster (a sharded
+# keyspace, as ElastiCache Serverless is). Both from Debian's packages, installed when missing,
+# started and stopped by the tests themselves.
 test-aws-path: $(STAMP) aws-path-tools
 	DISPATCH_TEST_AWS_PATH=1 $(BIN)/pytest tests/integration tests/e2e
 
+## PgBouncer and redis-server from Debian's packages, when missing (for test-aws-path).
 aws-path-tools:
 	@{ command -v pgbouncer || test -x /usr/sbin/pgbouncer; } >/dev/null && command -v redis-server >/dev/null \
 	  || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq pgbouncer redis-server >/dev/null; }
@@ -65,10 +74,12 @@ aws-path-tools:
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit -q
 
+## Ruff: the linter, and the formatter's check.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+## mypy --strict over shared/dispatch, local, sim, bench and functions (pyproject's files).
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
@@ -84,8 +95,9 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 	@chromium --version 2>/dev/null | head -1
 
-## Security scan of the template (checkov), offline. It lives in an environment of its own
-## inside .venv: it pins an old boto3 that the project's tools cannot share.
+## Security scan of the template (checkov), offline.
+# It lives in an environment of its own inside .venv: it pins an old boto3 that the project's
+# tools cannot share.
 CHECKOV := $(VENV)/checkov/bin/checkov
 CHECKOV_VERSION := 3.3.30
 $(CHECKOV): $(STAMP)
@@ -113,12 +125,13 @@ bench-retention: $(STAMP)
 bench-accept: $(STAMP)
 	$(BIN)/python -m bench.accept
 
+## Remove .venv, the local stack's state (.dispatch) and the tools' caches.
 clean:
 	rm -rf $(VENV) .dispatch .pytest_cache .mypy_cache .ruff_cache
 
-## Offer policy evaluation (issue 24): nearest against likely on three cities, seeds 102-107
-## (two runs at a time, EVAL_LANES: about 50 min of wall time on two cores), then the
-## side-by-side table and the bill (sim/runs/eval/evaluation.md).
+## Offer policy evaluation (issue 24): nearest against likely, three cities, seeds 102-107.
+# Two runs at a time (EVAL_LANES: about 50 min of wall time on two cores), then the
+# side-by-side table and the bill (sim/runs/eval/evaluation.md).
 EVAL_SEEDS ?= 102 103 104 105 106 107
 EVAL_LANES ?= 2
 EVAL_RUNS := $(foreach seed,$(EVAL_SEEDS),$(foreach city,district evening shortage,sim/runs/eval/$(city)-$(seed)/report.md))
@@ -136,11 +149,10 @@ sim/runs/eval/%/report.md:
 bench-offers: $(STAMP)
 	$(BIN)/python -m bench.offers
 
-## History benchmark (issue 35): every statement the product runs on DAYS days of the seed's
-## load (50k jobs a day) against the same statement on the current state alone; the table goes
-## to docs/benchmarks.md. The history database (dispatch_bench_history_DAYS) is kept and reused
-## by the next run at the same DAYS (a newer schema is migrated onto it); 30 days load in
-## about half an hour.
+## History benchmark (issue 35): every statement on DAYS days of load against the current state.
+# The seed's load is 50k jobs a day; the table goes to docs/benchmarks.md. The history database
+# (dispatch_bench_history_DAYS) is kept and reused by the next run at the same DAYS (a newer
+# schema is migrated onto it); 30 days load in about half an hour.
 DAYS ?= 30
 bench-history: $(STAMP)
 	$(BIN)/python -m bench.history --days $(DAYS)
@@ -169,8 +181,9 @@ bench: $(STAMP)
 	$(MAKE) simulate
 	$(BIN)/python -m bench.report
 
-## The simulated district (sim/scenarios/district.toml): four ways of offering on one seeded
-## city, two hours at 12x real time each; the report, plots and replays go to sim/runs/district.
+## The simulated district (sim/scenarios/district.toml): four ways of offering on one city.
+# One seeded city, two hours at 12x real time each; the report, plots and replays go to
+# sim/runs/district.
 SCENARIO ?= sim/scenarios/district.toml
 simulate: $(STAMP)
 	$(BIN)/dispatch simulate $(SCENARIO)
@@ -179,8 +192,9 @@ simulate: $(STAMP)
 screenshots: $(STAMP) browser
 	$(BIN)/python -m tests.browser.screenshots sim/runs/district/replay-seed-waves.jsonl docs
 
-## Cold start: each function imported from its Lambda layout in a fresh interpreter, against
-## the floor any database-backed route pays (a Powertools resolver with validation + psycopg).
+## Cold start: each function imported from its Lambda layout in a fresh interpreter.
+# Against the floor any database-backed route pays (a Powertools resolver with validation +
+# psycopg).
 bench-coldstart: $(STAMP)
 	$(BIN)/python -m bench.coldstart
 
@@ -196,15 +210,15 @@ bench-outage: $(STAMP)
 bench-soak: $(STAMP)
 	$(BIN)/python -m bench.soak
 
-## Geo benchmark: nearby at 1M jobs vs PostGIS (installed for the benchmark only), and
-## location updates through the handler vs a bare GEOADD loop.
+## Geo benchmark: nearby at 1M jobs vs PostGIS, location updates vs a bare GEOADD loop.
+# PostGIS is installed for the benchmark only.
 bench-geo: $(STAMP)
 	@psql "$${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/test}" -Atc "SELECT 1 FROM pg_available_extensions WHERE name = 'postgis'" 2>/dev/null | grep -q 1 \
 	  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15-postgis-3) \
 	  || echo "PostGIS could not be installed: the PostGIS side will be reported as missing"
 	$(BIN)/python -m bench.geo
 
-## Push: 2,000 phones on the local stack's WebSocket, offers at the district's rush rate;
-## commit-to-device latency against a bare websockets broadcast of the same messages.
+## Push: 2,000 phones on the local WebSocket; commit-to-device latency vs a bare broadcast.
+# Offers at the district's rush rate, against a bare websockets broadcast of the same messages.
 bench-push: $(STAMP)
 	$(BIN)/python -m bench.push
