@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db, idempotency, snapshots  # noqa: F401  (SnapStart hooks, registered)
+from dispatch import db, idempotency
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
 from dispatch.entrypoints import lambda_entrypoint
