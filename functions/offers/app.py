@@ -13,7 +13,7 @@ from dispatch.errors import Code
 from dispatch.http.openapi import KEYED_WRITE, SIGNED_IN, answers
 from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.models import ApiId, Resource
-from dispatch.offers import inbox, waves
+from dispatch.offers import inbox, rounds
 from dispatch.offers.models import Declined, DeclineJob, Offers
 
 app = DispatchResolver()
@@ -50,7 +50,7 @@ def decline(job_id: ApiId, _: Annotated[DeclineJob, Body()] = NO_BODY) -> Respon
 
 def hurry_the_next_wave(declined: Resource) -> None:
     assert isinstance(declined, Declined)
-    waves.send_now_if_all_declined(declined.job_id)
+    rounds.send_now_if_all_declined(declined.job_id)
 
 
 lambda_handler = entrypoint(app)
