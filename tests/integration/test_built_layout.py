@@ -107,3 +107,48 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
     )
     result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# What an API function's cold start must not import because no route of it uses it (issue 36:
+# "import what the route uses, nothing else"; bench/coldstart.py measures the cost). Each entry
+# was read from the routes: the position store (Redis GEO) is read or written by the location
+# report (workers), the applicants' distances (applications), the ops map's workers (ops) and
+# the favourites' freshness (rosters), and by no other route; the offer policy and the waves
+# run in the wave consumer, the sweeper, retention, push and migrations in their own functions;
+# pydantic-settings is no dependency of the layer.
+POSITION_STORE = "dispatch.workers.locations"
+USES_POSITIONS = {
+    "functions/workers/",
+    "functions/applications/",
+    "functions/ops/",
+    "functions/rosters/",
+}
+NO_ROUTE_USES = (
+    "pydantic_settings",
+    "dispatch.offers.waves",
+    "dispatch.offers.policy",
+    "dispatch.offers.market",
+    "dispatch.sweeper",
+    "dispatch.retention",
+    "dispatch.migrations",
+    "dispatch.push",
+)
+
+
+@pytest.mark.parametrize("code_uri", API_FUNCTIONS)
+def test_an_api_function_imports_only_what_its_routes_use(code_uri: str, tmp_path: Path) -> None:
+    """The position store only where a route reads or writes positions (and there it is
+    imported: the list above stays the routes' own), nothing any route never uses."""
+    unused = [*NO_ROUTE_USES, *(() if code_uri in USES_POSITIONS else (POSITION_STORE,))]
+    probe = (
+        f"unused = {unused!r}; "
+        "loaded = [m for m in unused if m in sys.modules]; "
+        "assert not loaded, loaded; "
+        f"assert ({POSITION_STORE!r} in sys.modules) == {code_uri in USES_POSITIONS}"
+    )
+    result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_list_of_position_users_names_api_functions() -> None:
+    assert set(API_FUNCTIONS) >= USES_POSITIONS
