@@ -91,8 +91,8 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
 ) -> None:
     """They are the heaviest imports (bench/coldstart.py), and only some paths use them: they
     are imported on first use. Before a SnapStart snapshot the hooks import boto3, and redis
-    where the function's routes use positions (it imported the position store), so that a
-    restored environment has what it will use already."""
+    where the function's routes use positions (it imported the position store), and build
+    every model, so that a restored environment has what it will use already."""
     probe = (
         "heavy = ('boto3', 'botocore.client', 'redis'); "
         "loaded = [m for m in heavy if m in sys.modules]; "
@@ -103,7 +103,13 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
         "assert hooks, 'no SnapStart hook registered'; "
         "[hook(*args, **kwargs) for hook, args, kwargs in hooks]; "
         "assert 'boto3' in sys.modules and 'botocore.client' in sys.modules; "
-        "assert ('redis' in sys.modules) == positions, positions"
+        "assert ('redis' in sys.modules) == positions, positions; "
+        # Models are built on first use (dispatch.models.Model); the snapshot has them built.
+        "from dispatch.models import Model; "
+        "todo, unbuilt = [Model], []; "
+        "[todo.extend(m.__subclasses__()) or (m.__pydantic_complete__ or unbuilt.append(m)) "
+        "for m in iter(lambda: todo.pop() if todo else None, None)]; "
+        "assert not unbuilt, unbuilt"
     )
     result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
     assert result.returncode == 0, result.stderr[-2000:]
