@@ -90,19 +90,21 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
     code_uri: str, tmp_path: Path
 ) -> None:
     """They are the heaviest imports (bench/coldstart.py), and only some paths use them: they
-    are imported on first use. Before a SnapStart snapshot the hooks import boto3, and redis
-    where the function's routes use positions (it imported the position store), and build
-    every model, so that a restored environment has what it will use already."""
+    are imported on first use. Before a SnapStart snapshot the hooks import boto3 where the
+    function's routes call AWS (it imported dispatch.aws) and redis where they use positions
+    (it imported the position store), and build every model, so that a restored environment
+    has what it will use already."""
     probe = (
         "heavy = ('boto3', 'botocore.client', 'redis'); "
         "loaded = [m for m in heavy if m in sys.modules]; "
         "assert not loaded, loaded; "
         "positions = 'dispatch.workers.locations' in sys.modules; "
+        "calls_aws = 'dispatch.aws' in sys.modules; "
         "import snapshot_restore_py as snapstart; "
         "hooks = snapstart.get_before_snapshot(); "
         "assert hooks, 'no SnapStart hook registered'; "
         "[hook(*args, **kwargs) for hook, args, kwargs in hooks]; "
-        "assert 'boto3' in sys.modules and 'botocore.client' in sys.modules; "
+        "assert ('boto3' in sys.modules) == ('botocore.client' in sys.modules) == calls_aws; "
         "assert ('redis' in sys.modules) == positions, positions; "
         # Models are built on first use (dispatch.models.Model); the snapshot has them built.
         "from dispatch.models import Model; "
@@ -121,8 +123,17 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
 # report (workers), the applicants' distances (applications), the ops map's workers (ops) and
 # the favourites' freshness (rosters), and by no other route; the offer policy and the waves
 # run in the wave consumer, the sweeper, retention, push and migrations in their own functions;
-# pydantic-settings is no dependency of the layer.
+# pydantic-settings is no dependency of the layer. The idempotency store only where a route
+# keeps its answer under the Idempotency-Key (a KeyedResolver's).
 POSITION_STORE = "dispatch.workers.locations"
+KEYED = {
+    "functions/accept_job/",
+    "functions/applications/",
+    "functions/create_job/",
+    "functions/offers/",
+    "functions/transition/",
+    "functions/workers/",
+}
 USES_POSITIONS = {
     "functions/workers/",
     "functions/applications/",
@@ -150,11 +161,12 @@ def test_an_api_function_imports_only_what_its_routes_use(code_uri: str, tmp_pat
         f"unused = {unused!r}; "
         "loaded = [m for m in unused if m in sys.modules]; "
         "assert not loaded, loaded; "
-        f"assert ({POSITION_STORE!r} in sys.modules) == {code_uri in USES_POSITIONS}"
+        f"assert ({POSITION_STORE!r} in sys.modules) == {code_uri in USES_POSITIONS}; "
+        f"assert ('dispatch.idempotency' in sys.modules) == {code_uri in KEYED}"
     )
     result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
-def test_the_list_of_position_users_names_api_functions() -> None:
-    assert set(API_FUNCTIONS) >= USES_POSITIONS
+def test_the_lists_of_users_name_api_functions() -> None:
+    assert set(API_FUNCTIONS) >= USES_POSITIONS | KEYED
