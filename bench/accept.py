@@ -185,10 +185,11 @@ def classic_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from aws_lambda_powertools.event_handler.openapi.params import Body
 
     from dispatch.auth import Role
-    from dispatch.http.resolver import JSON, DispatchResolver, entrypoint
+    from dispatch.http.keyed import KeyedResolver
+    from dispatch.http.resolver import JSON, entrypoint
     from dispatch.jobs.models import AcceptJob
 
-    app = DispatchResolver()
+    app = KeyedResolver()
     no_version = AcceptJob()
 
     @app.endpoint("POST", "/jobs/<job_id>/accept", roles={Role.WORKER}, operation_id="acceptJob")

@@ -7,14 +7,15 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from dispatch.auth import Role
 from dispatch.errors import Code
+from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, answers
-from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.http.resolver import entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.models import AcceptJob, Job
 from dispatch.models import ApiId
 from dispatch.observability import count
 
-app = DispatchResolver()
+app = KeyedResolver()
 ACCEPT_ANSWERS = answers(
     200,
     Job,

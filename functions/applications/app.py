@@ -11,13 +11,14 @@ from dispatch.auth import Role
 from dispatch.choice import commands
 from dispatch.choice.models import Applicants, Application, ApplyForJob, AssignJob
 from dispatch.errors import Code
+from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, READ, answers
-from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.http.resolver import entrypoint
 from dispatch.jobs.models import Job
 from dispatch.models import ApiId, Resource
 from dispatch.observability import logger
 
-app = DispatchResolver()
+app = KeyedResolver()
 NO_NOTE = ApplyForJob()  # an empty body means {}
 
 

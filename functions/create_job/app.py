@@ -5,12 +5,13 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 
 from dispatch.auth import Role
+from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, answers
-from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.http.resolver import entrypoint
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob, Job
 
-app = DispatchResolver()
+app = KeyedResolver()
 
 
 @app.endpoint(

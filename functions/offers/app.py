@@ -10,13 +10,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from dispatch import db
 from dispatch.auth import Role
 from dispatch.errors import Code
+from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, SIGNED_IN, answers
-from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.http.resolver import entrypoint
 from dispatch.models import ApiId, Resource
-from dispatch.offers import inbox, waves
+from dispatch.offers import inbox, rounds
 from dispatch.offers.models import Declined, DeclineJob, Offers
 
-app = DispatchResolver()
+app = KeyedResolver()
 NO_BODY = DeclineJob()  # an empty body means {}
 
 
@@ -50,7 +51,7 @@ def decline(job_id: ApiId, _: Annotated[DeclineJob, Body()] = NO_BODY) -> Respon
 
 def hurry_the_next_wave(declined: Resource) -> None:
     assert isinstance(declined, Declined)
-    waves.send_now_if_all_declined(declined.job_id)
+    rounds.send_now_if_all_declined(declined.job_id)
 
 
 lambda_handler = entrypoint(app)

@@ -8,8 +8,9 @@ from aws_lambda_powertools.event_handler import Response
 
 from dispatch.auth import Role
 from dispatch.errors import Code
+from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, answers
-from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.http.resolver import entrypoint
 from dispatch.jobs import commands, photos
 from dispatch.jobs.models import (
     AttachPhoto,
@@ -23,7 +24,7 @@ from dispatch.jobs.models import (
 )
 from dispatch.models import ApiId
 
-app = DispatchResolver()
+app = KeyedResolver()
 
 
 @app.endpoint(

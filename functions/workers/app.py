@@ -6,12 +6,13 @@ from aws_lambda_powertools.event_handler import Response
 
 from dispatch.auth import Role
 from dispatch.errors import Code
+from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, answers
-from dispatch.http.resolver import DispatchResolver, entrypoint
+from dispatch.http.resolver import entrypoint
 from dispatch.workers import locations, profiles
 from dispatch.workers.models import WorkerPosition, WorkerProfile, WorkerProfileUpdate
 
-app = DispatchResolver()
+app = KeyedResolver()
 
 
 @app.endpoint(

@@ -2,13 +2,16 @@
 
 boto3 is imported then too, not at cold start: it is the heaviest import of the layer (about
 160 ms) and most requests (every read, and a write whose events are relayed later) never
-call AWS. Under SnapStart the snapshot carries it already (dispatch.snapshots).
+call AWS. Under SnapStart the snapshot carries it already (`before_snapshot` below).
 
 `AWS_ENDPOINT_URL` points them all at a stand-in (moto) locally and in tests.
 """
 
+import importlib
 from functools import cache
 from typing import Any, Literal
+
+from dispatch.snapshots import before_snapshot
 
 Service = Literal[
     "sqs", "events", "s3", "secretsmanager", "apigateway", "iam", "lambda", "ec2", "rds"
@@ -31,3 +34,10 @@ def connect(service: Service) -> Any:
         config = Config(signature_version="s3v4", s3={"addressing_style": "virtual"})
         return boto3.client(service, config=config)
     return boto3.client(service)
+
+
+@before_snapshot
+def _into_the_snapshot() -> None:
+    """boto3 imported, so a restored environment has it; no client (its credentials age)."""
+    importlib.import_module("boto3")
+    client.cache_clear()

@@ -1,15 +1,27 @@
 """Configuration from the environment, parsed once per execution environment, at cold start:
 every function calls `settings()` when it is imported, so a missing or invalid variable fails
 the init with one log line naming it, not the first request. Nothing deployed has a localhost
-default; the local stack and the tests set their own (`dispatch_local.LOCAL_DEFAULTS`)."""
+default; the local stack and the tests set their own (`dispatch_local.LOCAL_DEFAULTS`).
+
+A plain pydantic model validated from `os.environ`, each field under its variable's name (its
+`validation_alias`): pydantic-settings would do the same and cost every function's cold start
+its import (its sources: dotenv, argparse, the clouds' secret stores) and a slower parse."""
 
 import json
+import os
 import sys
 from functools import cache
 from typing import Annotated, Literal, NamedTuple
 
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+)
 
 
 class Wave(NamedTuple):
@@ -43,11 +55,13 @@ def _names(value: object) -> object:
     return value
 
 
-Waves = Annotated[list[Wave], NoDecode, BeforeValidator(_waves), AfterValidator(_positive_waves)]
+Waves = Annotated[list[Wave], BeforeValidator(_waves), AfterValidator(_positive_waves)]
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+class Settings(BaseModel):
+    """Read with `Settings.from_environment()` (what `settings()` caches)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
     # Who this function signs in as: the application role (dispatch_app) for every function
     # but the migrator, which signs in as the schema's owner (docs/deploy.md, "Roles").
@@ -221,7 +235,7 @@ class Settings(BaseSettings):
     # Who signs the tokens the $connect authorizer accepts (Cognito's issuer URL in AWS), and
     # the client ids they may name (`aud` or `client_id`), comma-separated; none: any.
     jwt_issuer: str | None = Field(None, validation_alias="JWT_ISSUER")
-    jwt_audience: Annotated[list[str], NoDecode, BeforeValidator(_names)] = Field(
+    jwt_audience: Annotated[list[str], BeforeValidator(_names)] = Field(
         [], validation_alias="JWT_AUDIENCE"
     )
     # The local stack's own signing secret (HS256): set only there; in AWS the issuer's
@@ -235,6 +249,11 @@ class Settings(BaseSettings):
     push_delivery_queue_url: str | None = Field(None, validation_alias="PUSH_DELIVERY_QUEUE_URL")
     push_gone_queue_url: str | None = Field(None, validation_alias="PUSH_GONE_QUEUE_URL")
 
+    @classmethod
+    def from_environment(cls) -> "Settings":
+        """The settings this process's environment gives; ValidationError names each variable."""
+        return cls.model_validate(os.environ)
+
 
 class SettingsError(RuntimeError):
     """The environment does not configure this function; the message names each variable."""
@@ -243,7 +262,7 @@ class SettingsError(RuntimeError):
 @cache
 def settings() -> Settings:
     try:
-        return Settings()
+        return Settings.from_environment()
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"

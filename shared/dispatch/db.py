@@ -17,6 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row
 
 from dispatch.config import settings
+from dispatch.snapshots import before_snapshot
 
 Connection = psycopg.Connection[DictRow]
 T = TypeVar("T")
@@ -79,6 +80,7 @@ def run(work: Callable[[Connection], T]) -> T:
     return work(connection())
 
 
+@before_snapshot  # a snapshot restored into many environments must hold no connection
 def close() -> None:
     conn: Connection | None = getattr(_local, "conn", None)
     if conn is not None:

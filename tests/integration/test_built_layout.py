@@ -90,17 +90,83 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
     code_uri: str, tmp_path: Path
 ) -> None:
     """They are the heaviest imports (bench/coldstart.py), and only some paths use them: they
-    are imported on first use. Before a SnapStart snapshot the hooks import both, so that a
-    restored environment has them already."""
+    are imported on first use. Before a SnapStart snapshot the hooks import boto3 where the
+    function's routes call AWS (it imported dispatch.aws) and redis where they use positions
+    (it imported the position store), and build every model, so that a restored environment
+    has what it will use already."""
     probe = (
         "heavy = ('boto3', 'botocore.client', 'redis'); "
         "loaded = [m for m in heavy if m in sys.modules]; "
         "assert not loaded, loaded; "
+        "positions = 'dispatch.workers.locations' in sys.modules; "
+        "calls_aws = 'dispatch.aws' in sys.modules; "
         "import snapshot_restore_py as snapstart; "
         "hooks = snapstart.get_before_snapshot(); "
         "assert hooks, 'no SnapStart hook registered'; "
         "[hook(*args, **kwargs) for hook, args, kwargs in hooks]; "
-        "assert all(m in sys.modules for m in heavy)"
+        "assert ('boto3' in sys.modules) == ('botocore.client' in sys.modules) == calls_aws; "
+        "assert ('redis' in sys.modules) == positions, positions; "
+        # Models are built on first use (dispatch.models.Model); the snapshot has them built.
+        "from dispatch.models import Model; "
+        "todo, unbuilt = [Model], []; "
+        "[todo.extend(m.__subclasses__()) or (m.__pydantic_complete__ or unbuilt.append(m)) "
+        "for m in iter(lambda: todo.pop() if todo else None, None)]; "
+        "assert not unbuilt, unbuilt"
     )
     result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# What an API function's cold start must not import because no route of it uses it (issue 36:
+# "import what the route uses, nothing else"; bench/coldstart.py measures the cost). Each entry
+# was read from the routes: the position store (Redis GEO) is read or written by the location
+# report (workers), the applicants' distances (applications), the ops map's workers (ops) and
+# the favourites' freshness (rosters), and by no other route; the offer policy and the waves
+# run in the wave consumer, the sweeper, retention, push and migrations in their own functions;
+# pydantic-settings is no dependency of the layer. The idempotency store only where a route
+# keeps its answer under the Idempotency-Key (a KeyedResolver's).
+POSITION_STORE = "dispatch.workers.locations"
+KEYED = {
+    "functions/accept_job/",
+    "functions/applications/",
+    "functions/create_job/",
+    "functions/offers/",
+    "functions/transition/",
+    "functions/workers/",
+}
+USES_POSITIONS = {
+    "functions/workers/",
+    "functions/applications/",
+    "functions/ops/",
+    "functions/rosters/",
+}
+NO_ROUTE_USES = (
+    "pydantic_settings",
+    "dispatch.offers.waves",
+    "dispatch.offers.policy",
+    "dispatch.offers.market",
+    "dispatch.sweeper",
+    "dispatch.retention",
+    "dispatch.migrations",
+    "dispatch.push",
+)
+
+
+@pytest.mark.parametrize("code_uri", API_FUNCTIONS)
+def test_an_api_function_imports_only_what_its_routes_use(code_uri: str, tmp_path: Path) -> None:
+    """The position store only where a route reads or writes positions (and there it is
+    imported: the list above stays the routes' own), nothing any route never uses."""
+    unused = [*NO_ROUTE_USES, *(() if code_uri in USES_POSITIONS else (POSITION_STORE,))]
+    probe = (
+        f"unused = {unused!r}; "
+        "loaded = [m for m in unused if m in sys.modules]; "
+        "assert not loaded, loaded; "
+        f"assert ({POSITION_STORE!r} in sys.modules) == {code_uri in USES_POSITIONS}; "
+        f"assert ('dispatch.idempotency' in sys.modules) == {code_uri in KEYED}"
+    )
+    result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_lists_of_users_name_api_functions() -> None:
+    assert set(API_FUNCTIONS) >= USES_POSITIONS | KEYED

@@ -9,7 +9,7 @@ import redis
 
 from dispatch import db, sweeper
 from dispatch.jobs import commands
-from dispatch.offers import inbox
+from dispatch.offers import inbox, rounds
 from dispatch.offers import waves as offer_waves
 from dispatch.offers.models import WaveRequest
 from dispatch.workers import locations
@@ -126,7 +126,7 @@ def test_declines_at_the_same_instant_hurry_the_next_wave_which_runs_once(
         def decline(who: str, job_id: UUID = job["id"]) -> None:
             with db.connect(database_url) as own:
                 inbox.decline(own, job_id, who)
-            offer_waves.send_now_if_all_declined(job_id)
+            rounds.send_now_if_all_declined(job_id)
 
         in_parallel([lambda n=n, r=round_: decline(f"decliner-{r}-{n}") for n in range(3)])
         hurried = [json.loads(body) for body in on_the_queue(queues["offers"])]

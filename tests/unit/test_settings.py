@@ -20,7 +20,7 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
 
 def test_waves_are_size_at_radius_in_order(environment: pytest.MonkeyPatch) -> None:
     environment.setenv("DISPATCH_OFFER_WAVES", " 1@500, 4@2000 ,9@9000")
-    assert Settings().offer_waves == [Wave(1, 500), Wave(4, 2000), Wave(9, 9000)]
+    assert Settings.from_environment().offer_waves == [Wave(1, 500), Wave(4, 2000), Wave(9, 9000)]
     assert Settings.model_fields["offer_waves"].default == [
         Wave(3, 3000), Wave(10, 5000), Wave(25, 8000)
     ]  # fmt: skip

@@ -18,7 +18,7 @@ from dispatch.errors import CacheUnavailable, Code, DispatchError
 from dispatch.idempotency import KeyedRequest
 from dispatch.jobs.commands import run
 from dispatch.jobs.models import Job, JobEventType
-from dispatch.offers.waves import publish_pending
+from dispatch.offers.rounds import publish_pending
 from dispatch.outbox.publisher import put_all_on_bus
 from dispatch.workers import locations
 

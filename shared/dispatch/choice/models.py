@@ -6,10 +6,10 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from dispatch.events import Event
-from dispatch.models import Document, Resource, Strict, WholeNumber
+from dispatch.models import Document, Model, Resource, Strict, WholeNumber
 
 # A worker's id as the identity provider writes it (a Cognito sub, or the local stack's names).
 WorkerId = Annotated[
@@ -90,7 +90,7 @@ class ApplicationChanged(Event):
 BACK_TO_CHOICE = "job.back_to_choice"
 
 
-class BackToChoiceData(BaseModel):
+class BackToChoiceData(Model):
     """`job.back_to_choice`: the worker the business chose gave the job back or vanished."""
 
     worker_id: str  # who left (their application ended with it)

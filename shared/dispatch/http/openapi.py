@@ -5,14 +5,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from dispatch.errors import CATALOGUE, RETRY_AFTER_S, Code
+from dispatch.models import Model
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(Model):
     field: str
     problem: str
 
 
-class ErrorInfo(BaseModel):
+class ErrorInfo(Model):
     # The known codes are listed (Code), the set is not closed: a code added later must not
     # break a client generated today, which reads an unknown code by its status.
     code: Code | str = Field(
@@ -23,11 +24,11 @@ class ErrorInfo(BaseModel):
     details: list[ErrorDetail] | None = None
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Model):
     error: ErrorInfo
 
 
-class Health(BaseModel):
+class Health(Model):
     status: Literal["ok"]
 
 

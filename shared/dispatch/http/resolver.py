@@ -1,14 +1,15 @@
 """HTTP glue shared by every API function: access rules, the error body, idempotent commands.
 
-A handler module creates one `DispatchResolver`, declares its routes with `endpoint(...)`
-(method, path and the roles allowed), and exports `lambda_handler = entrypoint(app)`.
+A handler module creates one `DispatchResolver` (a `dispatch.http.keyed.KeyedResolver` when a
+route changes state under an Idempotency-Key and keeps its answer), declares its routes with
+`endpoint(...)` (method, path and the roles allowed), and exports
+`lambda_handler = entrypoint(app)`.
 Before any route code or body validation runs, the gate answers, in this order:
 401 (no identity), 403 (wrong role), 413 (body too large), 400 (state change without an
 Idempotency-Key). Every error, whoever raises it, leaves in the contract's error body.
 """
 
 import base64
-import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -19,7 +20,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from dispatch import db, idempotency, snapshots  # noqa: F401  (SnapStart hooks, registered)
 from dispatch.auth import Caller, Role, caller_from_event
 from dispatch.config import settings
 from dispatch.entrypoints import lambda_entrypoint
@@ -27,7 +27,6 @@ from dispatch.errors import CacheUnavailable, Code, DispatchError, error_body, e
 from dispatch.http import body
 from dispatch.models import Resource, to_json
 from dispatch.observability import logger
-from dispatch.outbox import relay
 
 JSON = "application/json"
 IDEMPOTENCY_KEY = re.compile(r"^[!-~]{1,255}$")
@@ -52,6 +51,8 @@ def route_key(method: str, rule: str) -> str:
 
 
 class DispatchResolver(APIGatewayHttpResolver):
+    keeps_answers = False  # a KeyedResolver keeps state changes' answers under their keys
+
     def __init__(self) -> None:
         # Bodies are read within limits a hostile body cannot break (dispatch.http.body).
         # Answers are written in the one form (dispatch.models.to_json).
@@ -91,6 +92,11 @@ class DispatchResolver(APIGatewayHttpResolver):
             if location is None:
                 raise ValueError(f"{key} answers 201 and needs a location")
             self._locations[key] = location
+        if method.upper() in STATE_CHANGING and stores_answers and not self.keeps_answers:
+            raise ValueError(
+                f"{key} keeps its answer under the Idempotency-Key: declare it on a"
+                " KeyedResolver (dispatch.http.keyed), or say stores_answers=False"
+            )
         self._access[key] = None if roles is None else frozenset(roles)
         if not stores_answers:
             self._unstored.add(key)
@@ -158,98 +164,10 @@ class DispatchResolver(APIGatewayHttpResolver):
                 return Code.VALIDATION_FAILED, [{"field": "Idempotency-Key", "problem": problem}]
         return None
 
-    # -- running a state change -----------------------------------------------------------
-    def answered(
-        self,
-        command: Callable[[db.Connection, idempotency.KeyedRequest], Resource],
-        status: int = 200,
-        then: Callable[[Resource], None] | None = None,
-    ) -> Response[Any]:
-        """Run `command` under the caller's Idempotency-Key when its one statement records the
-        key with its answer (the job commands): one round trip."""
-        return self._keyed(
-            lambda conn, request, run: idempotency.execute_answered(conn, request, run, status),
-            command,
-            then,
-        )
-
-    def idempotent(
-        self,
-        command: Callable[[db.Connection], Resource],
-        status: int = 200,
-        then: Callable[[Resource], None] | None = None,
-    ) -> Response[Any]:
-        """Run `command` under the caller's Idempotency-Key when its answer is made here (a
-        presigned upload URL): the key and the change in one transaction, two round trips."""
-        return self._keyed(
-            lambda conn, request, run: idempotency.execute(conn, request, run, status),
-            command,
-            then,
-        )
-
-    def _keyed(
-        self,
-        execute: Callable[..., idempotency.Answer],
-        command: Callable[..., Resource],
-        then: Callable[[Resource], None] | None,
-    ) -> Response[Any]:
-        """The answer or its replay; after a fresh success commits, the changed job's events
-        are relayed and `then` runs (best effort: neither fails what already committed)."""
-        request = self._keyed_request()
-        produced: list[Resource] = []
-
-        def run(conn: db.Connection, *key: idempotency.KeyedRequest) -> Resource:
-            produced.append(result := command(conn, *key))
-            return result
-
-        answer = db.run(lambda conn: execute(conn, request, run))
-        if answer.status < 300 and not answer.replayed:
-            if (job_id := produced[-1].changed_job()) is not None:
-                relay.after_commit(db.connection(), job_id)  # the change's events, now
-            if then is not None:
-                then(produced[-1])
-        return self._stored_answer(answer)
-
-    def _keyed_request(self) -> idempotency.KeyedRequest:
-        event = self.current_event
-        return idempotency.KeyedRequest(
-            principal=self.caller.id,
-            key=event.headers["idempotency-key"],
-            fingerprint=idempotency.fingerprint(
-                event.request_context.http.method,
-                event.raw_event.get("routeKey", event.path),
-                dict(event.path_parameters or {}),
-                event.json_body,  # parsed once, by the validation that already ran
-            ),
-            request_id=self.request_id,
-        )
-
     def _replay(self) -> Response[Any] | None:
-        """The stored answer when this exact request was already answered under its key: a
-        retry replays even if its body no longer validates (a window that ended since)."""
-        event = self.current_event
-        if (
-            event.request_context.http.method not in STATE_CHANGING
-            or event.raw_event.get("routeKey") in self._unstored
-            or "caller" not in self.context
-        ):
-            return None
-        try:
-            request = self._keyed_request()
-            answer = db.run(lambda conn: idempotency.answered(conn, request))
-        except (ValueError, psycopg.Error):  # not JSON, or no database: the 400 stands
-            return None
-        if answer is None:
-            return None
-        return self._stored_answer(answer)
-
-    def _stored_answer(self, answer: idempotency.Answer) -> Response[Any]:
-        """A keyed answer, fresh or replayed; a 201 says where (`Location`, replays too)."""
-        headers = {"Idempotent-Replayed": "true"} if answer.replayed else {}
-        template = self._locations.get(self.current_event.raw_event.get("routeKey", ""))
-        if answer.status == 201 and template is not None:
-            headers["Location"] = template.format_map(json.loads(answer.body))
-        return Response(answer.status, JSON, answer.body, headers=headers)
+        """The stored answer of this request, were it a retry: none here (KeyedResolver keeps
+        answers)."""
+        return None
 
     @staticmethod
     def answer(resource: Resource, status: int = 200) -> Response[Any]:

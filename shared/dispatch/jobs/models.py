@@ -12,11 +12,11 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from dispatch.events import Event
-from dispatch.models import WHOLE, ApiId, Document, Resource, Strict, WholeNumber
+from dispatch.models import WHOLE, ApiId, Document, Model, Resource, Strict, WholeNumber
 
 
 class JobStatus(StrEnum):
@@ -224,12 +224,12 @@ class AttachPhoto(Strict):
 # -- output -----------------------------------------------------------------------------------
 
 
-class JobLocation(BaseModel):
+class JobLocation(Model):
     lat: float
     lng: float
 
 
-class JobWindow(BaseModel):
+class JobWindow(Model):
     start: datetime
     end: datetime
 

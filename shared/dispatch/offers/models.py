@@ -6,11 +6,9 @@ from enum import StrEnum
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel
-
 from dispatch.events import Event
 from dispatch.jobs.models import JobSummary
-from dispatch.models import Document, Resource, Strict
+from dispatch.models import Document, Model, Resource, Strict
 
 
 class OfferEventType(StrEnum):
@@ -20,7 +18,7 @@ class OfferEventType(StrEnum):
     UNFILLED = "job.unfilled"
 
 
-class WaveRequest(BaseModel):
+class WaveRequest(Model):
     """The offer queue's message: wave `wave` (from 1) of the round opened at `version`."""
 
     job_id: UUID
@@ -31,7 +29,7 @@ class WaveRequest(BaseModel):
         return self.model_copy(update={"wave": self.wave + 1})
 
 
-class OfferReason(BaseModel):
+class OfferReason(Model):
     """Why this worker was offered the job: the inputs that ranked them (the offer policy's,
     `DISPATCH_OFFER_POLICY`). `nearest` ranks by distance (100 m bands), then rating: it fills
     those and the rank. `likely` (dispatch.offers.policy) adds the worker's recent record as
@@ -62,7 +60,7 @@ class OfferReason(BaseModel):
     half_distance_m: float | None = None
 
 
-class OfferCreatedData(BaseModel):
+class OfferCreatedData(Model):
     """`offer.created`: one worker was offered the job in a wave, and why."""
 
     worker_id: str
@@ -73,7 +71,7 @@ class OfferCreatedData(BaseModel):
     why: OfferReason | None = None  # null only on offers made before reasons were recorded
 
 
-class JobUnfilledData(BaseModel):
+class JobUnfilledData(Model):
     """`job.unfilled`: every wave of the round passed and the job is still open; or, for a
     business_choice job, its deadline to choose passed (`reason`) with nobody assigned."""
 

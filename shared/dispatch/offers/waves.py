@@ -17,29 +17,25 @@ that are still unpublished and re-schedules the next wave.
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
-from dispatch import aws, db
 from dispatch.config import Wave, settings
 from dispatch.db import Connection
 from dispatch.errors import CacheUnavailable
 from dispatch.events import Event
 from dispatch.jobs.models import JobEventType
 from dispatch.observability import count, logger
-from dispatch.offers import inbox, policy
+from dispatch.offers import policy
 from dispatch.offers.models import WaveRequest as WaveRequest  # the offer queue's message
+from dispatch.offers.rounds import PutAll, publish_pending, sqs_schedule, sqs_schedule_all
 from dispatch.offers.sql import (
     LOCK_OPEN_JOB,
     MAKE_OFFERS,
-    MARK_PUBLISHED,
     OPEN_JOB,
-    PENDING_EVENTS,
     RECORD_RESUMED,
     STALLED_ROUNDS,
     START_WAVE,
     UNFILLED,
 )
-from dispatch.outbox.publisher import announce
 from dispatch.rosters import commands as rosters
 from dispatch.workers import locations
 
@@ -59,7 +55,6 @@ class WaveReport:
 
 
 Schedule = Callable[[WaveRequest, int], None]  # a wave request and its delay in seconds
-PutAll = Callable[[Sequence[Event]], None]
 
 
 def round_for(event: Event) -> WaveRequest | None:
@@ -149,49 +144,6 @@ def start_round(event: Event) -> None:
     request = round_for(event)
     if request is not None and settings().offer_queue_url:
         sqs_schedule(request, 0)
-
-
-def send_now_if_all_declined(job_id: UUID) -> None:
-    """After a decline commits: the next wave at once when everyone offered in the round's
-    latest wave has declined. Best effort, like every after-commit step: the delayed wave
-    message is still on its way, and a wave runs once whichever message comes first."""
-    if not settings().offer_queue_url:
-        return
-    try:
-        request = db.run(lambda conn: inbox.next_wave_if_all_declined(conn, job_id))
-        if request is not None:
-            sqs_schedule(request, 0)
-            logger.info(
-                "next wave now: every offer declined", extra=request.model_dump(mode="json")
-            )
-    except Exception:
-        logger.warning("could not hurry the next wave; it goes out on schedule", exc_info=True)
-
-
-def sqs_schedule(request: WaveRequest, delay_seconds: int) -> None:
-    aws.client("sqs").send_message(
-        QueueUrl=settings().offer_queue_url,
-        MessageBody=request.model_dump_json(),
-        DelaySeconds=delay_seconds,
-    )
-
-
-def sqs_schedule_all(requests: Sequence[WaveRequest], delay_seconds: int) -> list[WaveRequest]:
-    """Schedule up to ten wave requests in one queue call; the ones the queue took (each entry
-    it refused is logged: its round's next try is the caller's)."""
-    reply = aws.client("sqs").send_message_batch(
-        QueueUrl=settings().offer_queue_url,
-        Entries=[
-            {"Id": str(n), "MessageBody": r.model_dump_json(), "DelaySeconds": delay_seconds}
-            for n, r in enumerate(requests)
-        ],
-    )
-    for refused in reply.get("Failed", []):
-        request = requests[int(refused["Id"])]
-        why = {"code": refused.get("Code"), "error": refused.get("Message")}
-        logger.warning("offer queue refused a wave",
-                       extra={**request.model_dump(mode="json"), **why})  # fmt: skip
-    return [requests[int(taken["Id"])] for taken in reply.get("Successful", [])]
 
 
 def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: PutAll) -> WaveReport:
@@ -294,16 +246,3 @@ def _final_check(conn: Connection, request: WaveRequest, waves: int, put: PutAll
     if unfilled:
         count("JobsUnfilled")
     return WaveReport(0, publish_pending(conn, request.job_id, put), False, unfilled)
-
-
-def publish_pending(conn: Connection, job_id: UUID, put: PutAll) -> int:
-    """Put the job's unpublished offer events on the bus, then mark them (at least once)."""
-    events = [
-        Event.from_document(row["document"])
-        for row in conn.execute(PENDING_EVENTS, {"job_id": job_id})
-    ]
-    if events:
-        put(events)
-        conn.execute(MARK_PUBLISHED, {"ids": [e.id for e in events]})
-        announce(events)
-    return len(events)

@@ -3,17 +3,15 @@
 import math
 from typing import Any
 
-from pydantic import BaseModel
-
 from dispatch.events import Event
 from dispatch.jobs.models import Job, JobLocation
-from dispatch.models import Resource
+from dispatch.models import Model, Resource
 
 # The widest box the map may ask for, in degrees each way (a metro area and its outskirts).
 MAX_BOX_DEGREES = 2.0
 
 
-class Box(BaseModel):
+class Box(Model):
     """minLng,minLat,maxLng,maxLat: the map's view."""
 
     min_lng: float
@@ -73,7 +71,7 @@ class EventPage(Resource):
         return {"events": [e.document() for e in self.events], "cursor": self.cursor}
 
 
-class Percentiles(BaseModel):
+class Percentiles(Model):
     p50: float | None
     p90: float | None
 

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import Field
 
 from dispatch import aws, db
 from dispatch.config import settings
 from dispatch.events import Event
+from dispatch.models import Model
 from dispatch.observability import count, logger
 from dispatch.push import connections
 
@@ -34,13 +35,13 @@ Close = Callable[[str], None]
 IDS_PER_MESSAGE = 1000
 
 
-class Delivery(BaseModel):
+class Delivery(Model):
     """One message on the delivery queue: `data` to every id in `post`; `close` ends the
     connections in it (their token expired; the sender has already forgotten them)."""
 
     data: str = ""
-    post: list[str] = []
-    close: list[str] = []
+    post: list[str] = Field(default_factory=list)
+    close: list[str] = Field(default_factory=list)
 
 
 Send = Callable[[Delivery], None]

@@ -8,6 +8,7 @@ positions need it. Redis out of reach is said in the layer's own terms (CacheUna
 a 503 on the HTTP routes), so that nothing else imports redis to recognise its errors.
 """
 
+import importlib
 import math
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from dispatch.config import settings
 from dispatch.errors import CacheUnavailable
 from dispatch.jobs.models import GEO_MAX_LAT
 from dispatch.observability import logger
+from dispatch.snapshots import before_snapshot
 from dispatch.workers.models import WorkerPosition
 
 if TYPE_CHECKING:
@@ -50,6 +52,15 @@ def client() -> "Client":
     if not url:
         raise CacheUnavailable("REDIS_URL is not set")
     return connect(url, cluster=settings().redis_cluster)
+
+
+@before_snapshot
+def _into_the_snapshot() -> None:
+    """redis imported, so a restored environment has it; no client (one connection each)."""
+    importlib.import_module("redis")
+    if client.cache_info().currsize:
+        client().close()
+    client.cache_clear()
 
 
 def connect(url: str, cluster: bool) -> "Client":
