@@ -86,16 +86,17 @@ def settle_seconds(s: Settings) -> int:
     return 2 * silence_s + s.lease_seconds + 2 * s.sweep_interval_seconds
 
 
-def fold(conn: Connection, batch: int = FOLD_BATCH) -> int:
+def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None) -> int:
     """Fold the next settled offers' answers into the market's and their workers' tallies
-    (`sql.FOLD_ANSWERS`), at most `batch`; how many it folded."""
+    (`sql.FOLD_ANSWERS`), at most `batch`; how many it folded. `settle_s`: the product's
+    (`settle_seconds`) unless a loader of finished history says otherwise."""
     s = settings()
     row = conn.execute(
         FOLD_ANSWERS,
         {
             "band_m": BAND_M,
             "batch": batch,
-            "settle_s": settle_seconds(s),
+            "settle_s": settle_seconds(s) if settle_s is None else settle_s,
             "history_s": s.offer_history_seconds,
             "silence_s": max(1, s.offer_wave_interval_seconds),
             "half_m": s.offer_half_distance_m,
