@@ -228,12 +228,13 @@ def test_the_first_fold_starts_no_further_back_than_the_history(
 def test_a_tally_halves_in_tau_ln2(conn: db.Connection, configure: Configure) -> None:
     tau = 3600
     configure(DISPATCH_OFFER_HISTORY_SECONDS=str(tau))
-    conn.execute(
-        "INSERT INTO offer_market_bands (band, offers, accepts, as_of)"
-        " VALUES (4, 8, 2, now() - make_interval(secs => %s))",
-        (tau * math.log(2),),
-    )
-    (band,) = conn.execute(MARKET_ANSWERS, {"history_s": tau}).fetchall()
+    with conn.transaction():  # one now(): written and read at the same moment
+        conn.execute(
+            "INSERT INTO offer_market_bands (band, offers, accepts, as_of)"
+            " VALUES (4, 8, 2, now() - make_interval(secs => %s))",
+            (tau * math.log(2),),
+        )
+        (band,) = conn.execute(MARKET_ANSWERS, {"history_s": tau}).fetchall()
     assert (band["offers"], band["accepts"]) == (pytest.approx(4), pytest.approx(1))
     # Folded at that age, an answer weighs the same: a record is the same whenever folded.
     half = conn.execute(
