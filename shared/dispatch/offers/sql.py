@@ -147,13 +147,16 @@ SELECT NOT EXISTS (SELECT 1 FROM offer_market
 """
 
 # The market's curve the policy reads offers with (`curve`: offer_market's, once fit on at
-# least %(min_answers)s answers, else the configured %(half_m)s and %(door)s).
+# least %(min_answers)s answers, else the configured %(half_m)s and %(door)s). One row, and
+# planned as one (LIMIT 1): a row count guessed for an unanalyzed table (hundreds) multiplied
+# every candidate's and offer's cost until the plan was JIT-compiled, seconds of it.
 CURVE: LiteralString = """
 curve AS (
     SELECT coalesce(m.half_distance_m, %(half_m)s::float8) AS half_m,
            coalesce(m.door, %(door)s::float8) AS door
       FROM (SELECT) one
-      LEFT JOIN offer_market m ON m.answers >= %(min_answers)s
+      LEFT JOIN LATERAL (SELECT * FROM offer_market m WHERE m.answers >= %(min_answers)s
+                          LIMIT 1) m ON true
 )"""
 
 # Each offer's answer folded once, into records kept as they change (migration 0048): the
@@ -270,6 +273,7 @@ LIKELY_CANDIDATES: LiteralString = (
            greatest(f.last_offer_at, now() - make_interval(secs => %(history_s)s))
                - make_interval(secs => %(settle_s)s) AS after_at
       FROM offer_answers_folded f
+     LIMIT 1  -- one row (offer_answers_folded_one_row), planned as one (CURVE)
 ), qualified AS (
     SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating"""
     + QUALIFIED
