@@ -62,7 +62,8 @@ EXCLUDED = {
     "dispatch.choice.sql.APPLY_CONDITIONS": "fragments of APPLY (timed)",
     "dispatch.offers.sql.QUALIFIED": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
     "dispatch.offers.sql.CANDIDATES": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
-    "dispatch.offers.sql.OFFER_ANSWER": "a fragment of MARKET_ANSWERS, LIKELY_CANDIDATES (timed)",
+    "dispatch.offers.sql.OFFER_ANSWER": "a fragment of FOLD_ANSWERS, LIKELY_CANDIDATES (timed)",
+    "dispatch.offers.sql.CURVE": "a fragment of FOLD_ANSWERS and LIKELY_CANDIDATES (timed)",
     "dispatch.outbox.sql.ANSWER_COLUMNS": "a fragment (columns)",
     "dispatch.outbox.sql.MESSAGE": "a fragment (the relay's message columns)",
     "dispatch.offers.sql.LIVE": "the jobs module's fragment, imported",
@@ -253,8 +254,12 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "distances": [100.0 * n for n in range(100)], "skills": ["wash"], "min_rating": None,
         "tie_band_m": 500, "size": 10, "radius_m": 5000,
     },
-    "dispatch.offers.sql.MARKET_ANSWERS": lambda f: {
-        "band_m": 500, "sample": 5000, "silence_s": 60, "history_s": 86400,
+    "dispatch.offers.sql.MARKET_ANSWERS": lambda f: {"history_s": 86400},
+    # The sweeper's fold of the offers since its cursor: the current state's (the loader folded
+    # the history before it), all of them (no settle), one batch at most.
+    "dispatch.offers.sql.FOLD_ANSWERS": lambda f: {
+        "band_m": 250, "batch": 5000, "settle_s": 0, "history_s": 86400, "silence_s": 60,
+        "half_m": 2500.0, "door": 0.5, "min_answers": 50,
     },
     "dispatch.offers.sql.SAVE_MARKET": lambda f: {
         "door": 0.5, "half_distance_m": 2500.0, "answers": 100,
@@ -265,7 +270,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "worker_ids": [f"w-{n}" for n in range(3000, 3100)],
         "distances": [100.0 * n for n in range(100)], "skills": ["wash"], "min_rating": None,
         "half_m": 2500.0, "door": 0.5, "min_answers": 50, "pool": 30, "history_s": 86400,
-        "recent": 12, "silence_s": 60,
+        "recent": 12, "silence_s": 60, "settle_s": 840,
     },
     "dispatch.offers.sql.MAKE_CHOSEN_OFFERS": lambda f: {
         "job_id": f["open"]["id"], "version": f["open"]["version"], "wave": 2,

@@ -12,6 +12,9 @@ statements write: `dispatch_job(j)` of the job at each version, ids that are UUI
 they happened (the console's last hour reads them by id), published. A schema change that the
 loader no longer fits fails here, not silently (tests/bench/test_history_bench.py).
 
+The history's last day of offers is then folded into the answers' records (`fold`), as the
+sweeper would have folded them while it happened.
+
 The current state (`current`) is the same whatever the history: live jobs, a few due choice jobs
 with applicants, expired leases, workers, push connections.
 """
@@ -21,9 +24,10 @@ import time
 from collections.abc import Callable
 
 from dispatch import db
+from dispatch.offers import market
 
 JOBS_PER_DAY = 50_000
-VERSION = 2  # of what the loader writes: a history database of another version is loaded anew
+VERSION = 3  # of what the loader writes: a history database of another version is loaded anew
 WORKERS = 5_000
 BUSINESSES = 500
 OFFERS_PER_JOB = 6  # first-come jobs; a choice job is offered to its applicants' share
@@ -439,8 +443,21 @@ def load(
                 f"day -{day}: {jobs_per_day:,} jobs in {time.monotonic() - started:.1f} s "
                 f"({days - day + 1}/{days})"
             )
+        started = time.monotonic()
+        progress(f"answers folded: {fold(conn):,} in {time.monotonic() - started:.1f} s")
         current(conn)
     analyze(url)
+
+
+def fold(conn: db.Connection) -> int:
+    """The history's answers folded, as the sweeper would have folded them while it happened
+    (dispatch.offers.market.fold, batch after batch): its last day, every answer final (no
+    settle: its jobs are finished). How many offers."""
+    folded = 0
+    while batch := market.fold(conn, settle_s=0):
+        folded += batch
+        conn.commit()
+    return folded
 
 
 def current(conn: db.Connection) -> None:

@@ -348,6 +348,18 @@ $$;
 
 
 --
+-- Name: dispatch_decayed(double precision, timestamp with time zone, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_decayed(value double precision, as_of timestamp with time zone, at timestamp with time zone, tau_s double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE WHEN value < 1e-9 OR extract(epoch FROM at - as_of)::float8 > 40 * tau_s THEN 0
+              ELSE value * exp(-extract(epoch FROM at - as_of)::float8 / tau_s) END
+$$;
+
+
+--
 -- Name: dispatch_distance_m(double precision, double precision, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1066,6 +1078,20 @@ CREATE TABLE public.job_offers (
 
 
 --
+-- Name: offer_answers_folded; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.offer_answers_folded (
+    id boolean DEFAULT true NOT NULL,
+    last_offer_id uuid,
+    last_offer_at timestamp with time zone,
+    folded_at timestamp with time zone,
+    CONSTRAINT offer_answers_folded_one_row CHECK (id),
+    CONSTRAINT offer_answers_folded_whole CHECK (((last_offer_id IS NULL) = (last_offer_at IS NULL)))
+);
+
+
+--
 -- Name: offer_market; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1079,6 +1105,21 @@ CREATE TABLE public.offer_market (
     CONSTRAINT offer_market_door_is_a_chance CHECK (((door > (0)::double precision) AND (door <= (1)::double precision))),
     CONSTRAINT offer_market_half_distance_positive CHECK ((half_distance_m > (0)::double precision)),
     CONSTRAINT offer_market_one_row CHECK (id)
+);
+
+
+--
+-- Name: offer_market_bands; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.offer_market_bands (
+    band integer NOT NULL,
+    offers double precision NOT NULL,
+    accepts double precision NOT NULL,
+    as_of timestamp with time zone NOT NULL,
+    CONSTRAINT offer_market_bands_accepts_within_offers CHECK ((accepts <= ((offers * (((1)::numeric + 0.000000001))::double precision) + (0.000000001)::double precision))),
+    CONSTRAINT offer_market_bands_band_nonnegative CHECK ((band >= 0)),
+    CONSTRAINT offer_market_bands_counts_nonnegative CHECK (((offers >= (0)::double precision) AND (accepts >= (0)::double precision)))
 );
 
 
@@ -1162,6 +1203,28 @@ CREATE TABLE public.schema_migrations (
     version text NOT NULL,
     checksum text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: worker_answers; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.worker_answers (
+    worker_id text NOT NULL,
+    offers double precision NOT NULL,
+    accepts double precision NOT NULL,
+    declines double precision NOT NULL,
+    silences double precision NOT NULL,
+    releases double precision NOT NULL,
+    leases_run_out double precision NOT NULL,
+    expected double precision NOT NULL,
+    answer_s_sum double precision NOT NULL,
+    answer_s_count double precision NOT NULL,
+    last_accept_at timestamp with time zone,
+    as_of timestamp with time zone NOT NULL,
+    CONSTRAINT worker_answers_counts_nonnegative CHECK (((offers >= (0)::double precision) AND (accepts >= (0)::double precision) AND (declines >= (0)::double precision) AND (silences >= (0)::double precision) AND (releases >= (0)::double precision) AND (leases_run_out >= (0)::double precision) AND (expected >= (0)::double precision) AND (answer_s_sum >= (0)::double precision) AND (answer_s_count >= (0)::double precision))),
+    CONSTRAINT worker_answers_kinds_within_offers CHECK ((((accepts + declines) + silences) <= ((offers * (((1)::numeric + 0.000000001))::double precision) + (0.000000001)::double precision)))
 );
 
 
@@ -1264,11 +1327,27 @@ ALTER TABLE ONLY public.jobs
 
 
 --
+-- Name: offer_answers_folded offer_answers_folded_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_answers_folded
+    ADD CONSTRAINT offer_answers_folded_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: offer_events offer_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.offer_events
     ADD CONSTRAINT offer_events_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: offer_market_bands offer_market_bands_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.offer_market_bands
+    ADD CONSTRAINT offer_market_bands_pkey PRIMARY KEY (band);
 
 
 --
@@ -1333,6 +1412,14 @@ ALTER TABLE ONLY public.rosters
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: worker_answers worker_answers_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.worker_answers
+    ADD CONSTRAINT worker_answers_pkey PRIMARY KEY (worker_id);
 
 
 --
@@ -1935,10 +2022,24 @@ GRANT SELECT,DELETE ON TABLE public.job_offers TO dispatch_archivist;
 
 
 --
+-- Name: TABLE offer_answers_folded; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,UPDATE ON TABLE public.offer_answers_folded TO dispatch_app;
+
+
+--
 -- Name: TABLE offer_market; Type: ACL; Schema: public; Owner: -
 --
 
 GRANT SELECT,INSERT,UPDATE ON TABLE public.offer_market TO dispatch_app;
+
+
+--
+-- Name: TABLE offer_market_bands; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.offer_market_bands TO dispatch_app;
 
 
 --
@@ -1990,6 +2091,13 @@ GRANT UPDATE(list) ON TABLE public.rosters TO dispatch_app;
 --
 
 GRANT UPDATE(added_at) ON TABLE public.rosters TO dispatch_app;
+
+
+--
+-- Name: TABLE worker_answers; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.worker_answers TO dispatch_app;
 
 
 --

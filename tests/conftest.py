@@ -20,7 +20,8 @@ from tests.support import Api
 
 TABLES = (
     "jobs, job_events, idempotency_keys, workers, photos, offer_waves, job_offers, offer_events,"
-    " push_connections, job_applications, rosters, offer_market, worker_records"
+    " push_connections, job_applications, rosters, offer_market, worker_records,"
+    " offer_market_bands, worker_answers"
 )
 
 
@@ -169,6 +170,11 @@ def empty_the_tables(connection: db.Connection) -> None:
         with connection.transaction():
             connection.execute("SET LOCAL lock_timeout = '20s'")
             connection.execute(f"TRUNCATE {TABLES} CASCADE")
+            # The fold's cursor is one row that always exists: back to "nothing folded yet".
+            connection.execute(
+                "UPDATE offer_answers_folded"
+                " SET last_offer_id = NULL, last_offer_at = NULL, folded_at = NULL"
+            )
     except psycopg.errors.LockNotAvailable:
         holders = connection.execute(
             """SELECT pid, application_name, state, xact_start, left(query, 200) AS query

@@ -157,9 +157,11 @@ class Settings(BaseModel):
     offer_policy: Literal["nearest", "likely"] = Field(
         "nearest", validation_alias="DISPATCH_OFFER_POLICY"
     )
-    # How far back a worker's answers count, and how many of their latest offers: a day, so
-    # that a worker's habits survive the night (two hours held about one answer a worker in
-    # the simulated district; the latest 12 bound the cost whatever the window).
+    # How long a worker's and the market's answers count: the time constant of their decay (an
+    # answer a day old weighs 0.37), so that a worker's habits survive the night (two hours
+    # held about one answer a worker in the simulated district); and how many offers a worker's
+    # record weighs at most against the prior (more answers are scaled down to 12). The answers
+    # are folded once by the sweeper (dispatch.offers.market.fold), not recounted.
     offer_history_seconds: int = Field(
         86400, gt=0, validation_alias="DISPATCH_OFFER_HISTORY_SECONDS"
     )
@@ -192,14 +194,12 @@ class Settings(BaseModel):
     # A wave offers at least this many and at most the larger of this and the wave's size.
     offer_min_size: int = Field(1, gt=0, validation_alias="DISPATCH_OFFER_MIN_SIZE")
     offer_max_size: int = Field(4, gt=0, validation_alias="DISPATCH_OFFER_MAX_SIZE")
-    # The market's curve (dispatch.offers.market): the sweeper fits it to the latest
-    # `offer_market_sample` answered offers within the history every `refit` seconds; the
-    # policy reads it once it stands on `min_answers` answers (fewer: the prior and the half
-    # distance above stand).
+    # The market's curve (dispatch.offers.market): the sweeper fits it to the market's folded
+    # answers (decayed with the history above) every `refit` seconds; the policy reads it once
+    # it stands on `min_answers` answers (fewer: the prior and the half distance above stand).
     offer_market_refit_seconds: int = Field(
         600, gt=0, validation_alias="DISPATCH_OFFER_MARKET_REFIT_SECONDS"
     )
-    offer_market_sample: int = Field(20000, gt=0, validation_alias="DISPATCH_OFFER_MARKET_SAMPLE")
     offer_market_min_answers: int = Field(
         200, gt=0, validation_alias="DISPATCH_OFFER_MARKET_MIN_ANSWERS"
     )

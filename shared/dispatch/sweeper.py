@@ -1,6 +1,7 @@
 """The lease sweeper: hands expired assignments back to the market, and does the market's other
-housekeeping: choice deadlines, old idempotency keys, the market's curve for the `likely` offer
-policy when it is due, the next wave of an offer round whose message was lost, and worker
+housekeeping: choice deadlines, old idempotency keys, the offers' answers folded into the
+market's and the workers' records and the market's curve for the `likely` offer policy when it
+is due, the next wave of an offer round whose message was lost, and worker
 positions nobody reported for an hour.
 
 Correctness never waits for it (an expired lease is claimable by accept at once); it makes
@@ -47,6 +48,7 @@ class SweepReport:
     auto_picked: int = 0
     unfilled_choices: int = 0
     market_refit: bool = False
+    answers_folded: int = 0  # offers whose answers this pass folded (market.fold)
     rounds_resumed: int = 0
     positions_pruned: int = 0
     rounds_left: int = 0  # stalled rounds found and not sent: the next pass sends them
@@ -111,9 +113,12 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
         lambda go: idempotency.expire(conn, settings().idempotency_ttl_hours, size, go),
         0,
     )
-    # The market's curve, for the policy that reads it (and only then: nearest needs none).
-    refit = settings().offer_policy == "likely" and p.duty(
-        "market curve", lambda _: market.refit_if_due(conn), False
+    # The answers folded, then the market's curve when due, for the policy that reads them (and
+    # only then: nearest needs neither).
+    folded, refit = (
+        p.duty("market curve", lambda _: market.keep(conn), (0, False))
+        if settings().offer_policy == "likely"
+        else (0, False)
     )
     rounds = p.duty(
         "stalled offer rounds",
@@ -132,6 +137,7 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
         auto_picked=choices.picked if choices else 0,
         unfilled_choices=choices.unfilled if choices else 0,
         market_refit=refit,
+        answers_folded=folded,
         rounds_resumed=rounds.resumed,
         positions_pruned=pruned,
         rounds_left=rounds.left,

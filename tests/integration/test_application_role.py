@@ -43,6 +43,11 @@ REFUSED = [
     "UPDATE offer_events SET data = '{}'",
     # The market's curve is refit in place, never removed (the policy would fall back unseen).
     "DELETE FROM offer_market",
+    # The folded answers are added to and decayed, never removed: a removed record would be
+    # taken for a new worker's, and a removed cursor would fold a day of offers again.
+    "DELETE FROM offer_market_bands",
+    "DELETE FROM worker_answers",
+    "DELETE FROM offer_answers_folded",
     # A worker's record moves only with the facts it counts (worker_records_kept_by_history).
     "INSERT INTO worker_records (worker_id, completed) VALUES ('sneaky', 100)",
     "UPDATE worker_records SET released = 0, vanished = 0",

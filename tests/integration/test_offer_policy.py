@@ -4,6 +4,7 @@ worker who always says no, still offers the only worker there is, and writes dow
 chose each worker."""
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 from uuid import UUID
@@ -11,8 +12,9 @@ from uuid import UUID
 import pytest
 
 from dispatch import db, sweeper
+from dispatch.config import settings
 from dispatch.jobs import commands
-from dispatch.offers import inbox
+from dispatch.offers import inbox, market
 from dispatch.workers import locations
 from tests.integration.conftest import Waves
 from tests.integration.test_offers import first_wave, open_job, place
@@ -232,6 +234,12 @@ def test_the_sweep_fits_the_markets_curve_and_the_waves_read_it(
                 inbox.decline(conn, job_id, f"w{distance}-{n}")
     assert sweeper.sweep(conn).market_refit is False  # nearest: no curve to keep
     likely(configure, "1@9000")
+    # The sweep folds an answer once it can no longer change (market.settle_seconds): here
+    # 2 x 1 s of silence, a 1 s lease and 2 x 1 s sweep periods.
+    configure(DISPATCH_OFFER_WAVE_INTERVAL_SECONDS="0", DISPATCH_LEASE_SECONDS="1",
+              DISPATCH_SWEEP_INTERVAL_SECONDS="1")  # fmt: skip
+    assert market.settle_seconds(settings()) == 5
+    time.sleep(5.1)
     assert sweeper.sweep(conn).market_refit is True
     fitted = conn.execute("SELECT * FROM offer_market").fetchone()
     assert fitted is not None and fitted["answers"] == 60

@@ -319,6 +319,49 @@ def test_the_markets_curve_is_one_row_of_a_chance_and_a_distance(
     refused(conn, MARKET, fine, "offer_market_pkey")  # one market, one row
 
 
+BAND = """
+INSERT INTO offer_market_bands (band, offers, accepts, as_of)
+VALUES (%(band)s, %(offers)s, %(accepts)s, now())
+"""
+ANSWERS = """
+INSERT INTO worker_answers (worker_id, offers, accepts, declines, silences, releases,
+                            leases_run_out, expected, answer_s_sum, answer_s_count, as_of)
+VALUES ('w', %(offers)s, %(accepts)s, %(declines)s, %(silences)s, 0, %(leases_run_out)s,
+        %(expected)s, 0, 0, now())
+"""
+FOLDED = "UPDATE offer_answers_folded SET last_offer_id = %(id)s, last_offer_at = %(at)s"
+
+
+@pytest.mark.parametrize(
+    ("statement", "fine", "row", "constraint"),
+    [
+        (BAND, {"band": 1, "offers": 2.0, "accepts": 1.0}, {"band": -1},
+         "offer_market_bands_band_nonnegative"),
+        (BAND, {"band": 1, "offers": 2.0, "accepts": 1.0}, {"accepts": -0.5},
+         "offer_market_bands_counts_nonnegative"),
+        (BAND, {"band": 1, "offers": 2.0, "accepts": 1.0}, {"accepts": 2.5},
+         "offer_market_bands_accepts_within_offers"),
+        (ANSWERS, {"offers": 3.0, "accepts": 1.0, "declines": 1.0, "silences": 1.0,
+                   "leases_run_out": 0.0, "expected": 1.5}, {"leases_run_out": -1.0},
+         "worker_answers_counts_nonnegative"),
+        (ANSWERS, {"offers": 3.0, "accepts": 1.0, "declines": 1.0, "silences": 1.0,
+                   "leases_run_out": 0.0, "expected": 1.5}, {"silences": 1.5},
+         "worker_answers_kinds_within_offers"),
+        (FOLDED, {"id": None, "at": None}, {"at": "2026-01-01T00:00:00Z"},
+         "offer_answers_folded_whole"),
+    ],
+)  # fmt: skip
+def test_the_folded_answers_are_counts_that_add_up(
+    conn: Connection, statement: str, fine: dict[str, Any], row: dict[str, Any], constraint: str
+) -> None:
+    """The folded tallies (migration 0048), written past the application: a negative count,
+    more kinds than answers, or a cursor without its time is refused."""
+    refused(conn, statement, fine | row, constraint)
+    conn.execute(statement, fine)
+    refused(conn, "INSERT INTO offer_answers_folded (id) VALUES (false)", {},
+            "offer_answers_folded_one_row")  # fmt: skip
+
+
 def test_a_workers_record_follows_its_completed_jobs_whoever_rewrites_them(
     api: Api, conn: Connection
 ) -> None:

@@ -8,6 +8,12 @@ the district's curve there took each far worker's chance for half of what it was
 waves of four where two would do. So the sweeper fits the curve to what the market did, every
 `DISPATCH_OFFER_MARKET_REFIT_SECONDS`, into `offer_market`, and every wave reads it.
 
+The answers it fits to are folded once (`fold`, every sweeper pass, before the fit): each
+offer's answer, once it can no longer change (`settle_seconds`), is added to the market's
+tallies by distance band and to its worker's (`sql.FOLD_ANSWERS`), exponentially decayed with
+the offer history (`DISPATCH_OFFER_HISTORY_SECONDS`, a day) as their time constant. A fit
+reads a few dozen band rows, and a wave one row per candidate, however long history grows.
+
 The fit: for each half distance on a grid (400 m to 16 km, 8% apart), the door that makes the
 expected yeses equal the recorded ones, then the pair with the highest likelihood of the
 recorded answers, with a prior that the half distance is the configured one within about a
@@ -19,27 +25,30 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dispatch.config import settings
+from dispatch.config import Settings, settings
 from dispatch.db import Connection
-from dispatch.offers.sql import MARKET_ANSWERS, MARKET_DUE, SAVE_MARKET
+from dispatch.offers.sql import FOLD_ANSWERS, MARKET_ANSWERS, MARKET_DUE, SAVE_MARKET
 
 HALVES_M = tuple(400 * 1.08**k for k in range(49))  # 400 m .. 16 km
 BAND_M = 250  # answers are counted in distance bands this wide
 PRIOR_SPREAD = math.log(2)  # the half distance's prior: the configured one, sd a factor of 2
+# Offers folded per sweeper pass at most: some 5 minutes of the seed's peak, so a pass keeps up
+# with the market and a fresh deployment catches up on its last day within a few hours.
+FOLD_BATCH = 5000
 
 
 @dataclass(frozen=True)
 class Band:
     distance_m: float  # the band's middle
-    offers: int  # answered (or gone silent)
-    accepts: int
+    offers: float  # answered (or gone silent), decayed by age
+    accepts: float
 
 
 @dataclass(frozen=True)
 class Curve:
     door: float  # the chance of a yes at the door
     half_distance_m: float  # where it halves
-    answers: int  # the answered offers it was fit on
+    answers: int  # the answered offers it was fit on (decayed, rounded)
 
 
 def near(distance_m: float, half_m: float) -> float:
@@ -64,7 +73,44 @@ def fit(bands: Sequence[Band], configured_half_m: float) -> Curve | None:
         if best is None or likelihood > best[0]:
             best = (likelihood, door, half)
     assert best is not None
-    return Curve(door=best[1], half_distance_m=best[2], answers=answers)
+    return Curve(door=best[1], half_distance_m=best[2], answers=round(answers))
+
+
+def settle_seconds(s: Settings) -> int:
+    """How old an offer must be before its answer is folded: by then it can no longer change.
+    Twice the silence period (an unanswered offer reads as silence after one, and the wave
+    transaction that wrote it has long committed, so the ids below are all there), plus a lease
+    and two sweep periods (an accept's ending, released or run out, is known once its lease has
+    ended and the sweeper has reopened it). Younger offers are read live by the policy."""
+    silence_s = max(1, s.offer_wave_interval_seconds)
+    return 2 * silence_s + s.lease_seconds + 2 * s.sweep_interval_seconds
+
+
+def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None) -> int:
+    """Fold the next settled offers' answers into the market's and their workers' tallies
+    (`sql.FOLD_ANSWERS`), at most `batch`; how many it folded. `settle_s`: the product's
+    (`settle_seconds`) unless a loader of finished history says otherwise."""
+    s = settings()
+    row = conn.execute(
+        FOLD_ANSWERS,
+        {
+            "band_m": BAND_M,
+            "batch": batch,
+            "settle_s": settle_seconds(s) if settle_s is None else settle_s,
+            "history_s": s.offer_history_seconds,
+            "silence_s": max(1, s.offer_wave_interval_seconds),
+            "half_m": s.offer_half_distance_m,
+            "door": s.offer_prior_accept,
+            "min_answers": s.offer_market_min_answers,
+        },
+    ).fetchone()
+    assert row is not None
+    return int(row["folded"])
+
+
+def keep(conn: Connection) -> tuple[int, bool]:
+    """The sweeper's duty: fold every pass, then fit when due. (Offers folded, refit or not.)"""
+    return fold(conn), refit_if_due(conn)
 
 
 def refit_if_due(conn: Connection) -> bool:
@@ -73,15 +119,7 @@ def refit_if_due(conn: Connection) -> bool:
     due = conn.execute(MARKET_DUE, {"refit_s": s.offer_market_refit_seconds}).fetchone()
     if not (due and due["due"]):
         return False
-    rows = conn.execute(
-        MARKET_ANSWERS,
-        {
-            "band_m": BAND_M,
-            "sample": s.offer_market_sample,
-            "history_s": s.offer_history_seconds,
-            "silence_s": max(1, s.offer_wave_interval_seconds),
-        },
-    ).fetchall()
+    rows = conn.execute(MARKET_ANSWERS, {"history_s": s.offer_history_seconds}).fetchall()
     bands = [Band((r["band"] + 0.5) * BAND_M, r["offers"], r["accepts"]) for r in rows]
     curve = fit(bands, s.offer_half_distance_m)
     if curve is None:

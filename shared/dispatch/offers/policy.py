@@ -4,9 +4,17 @@ The seed's policy (`nearest`, in `waves.run_wave`) offers to the nearest qualifi
 fixed number per wave. This one offers to the workers most likely to take the job soon, and
 sizes each wave to the supply around the job, from what the product itself records and
 nothing else (`sql.LIKELY_CANDIDATES`): how far each qualified worker is, their rating against
-the job's `min_rating`, what they did with their latest offers (accepts, declines, silence,
-releases, leases that ran out) and how fast they answered, how long since they last took a
-job, and how many workers already declined this job in this round.
+the job's `min_rating`, what they did with their offers (accepts, declines, silence, releases,
+leases that ran out) and how fast they answered, how long since they last took a job, and how
+many workers already declined this job in this round.
+
+A worker's answers are not recounted on every wave: the sweeper folds each offer's answer once,
+when it can no longer change (`market.settle_seconds`: a lease and a few minutes), into their
+row of `worker_answers` (`sql.FOLD_ANSWERS`, every pass), each answer weighted by its age
+(exp(-age / `offer_history_seconds`): a day-old answer counts 0.37); the wave reads that row
+decayed to now plus the worker's offers since the fold, live, so that a "no" counts at once.
+When the answers add up to more than `offer_history_offers` (12), the counts are scaled down to
+12, so that a busy worker's record weighs against the prior like their latest 12 offers.
 
 It reads them with the market's curve (dispatch.offers.market: a yes at the door, `prior`
 below, and the distance `half` at which it halves, fit by the sweeper from the market's own
@@ -44,7 +52,7 @@ from psycopg.types.json import Jsonb
 
 from dispatch.config import Settings, Wave, settings
 from dispatch.db import Connection
-from dispatch.offers.market import near
+from dispatch.offers.market import near, settle_seconds
 from dispatch.offers.sql import LIKELY_CANDIDATES, MAKE_CHOSEN_OFFERS
 
 # A new worker's rating (workers.rating's prior: five ratings of 4.0) when the job asks none.
@@ -58,12 +66,15 @@ class Candidate:
     worker_id: str
     distance_m: float
     rating: float | None = None
-    offers: int = 0  # answered or gone silent (pending offers are not counted yet)
-    accepts: int = 0
-    declines: int = 0
-    silences: int = 0
-    releases: int = 0
-    leases_run_out: int = 0
+    # Their answers, each weighted by its age (exp(-age / history)), scaled to their latest
+    # `offer_history_offers` when there are more: answered or gone silent (pending offers are
+    # not counted yet), and of what kind.
+    offers: float = 0
+    accepts: float = 0
+    declines: float = 0
+    silences: float = 0
+    releases: float = 0
+    leases_run_out: float = 0
     expected: float = 0.0  # yeses their offers' distances alone predict
     answer_s: float | None = None  # mean seconds from offer to answer
     since_accept_s: float | None = None
@@ -146,12 +157,12 @@ def judge(
         "distance_m": round(c.distance_m, 1),
         "rating": c.rating,
         "min_rating": min_rating,
-        "offers": c.offers,
-        "accepts": c.accepts,
-        "declines": c.declines,
-        "silences": c.silences,
-        "releases": c.releases,
-        "leases_run_out": c.leases_run_out,
+        "offers": round(c.offers),  # the event's record keeps whole counts
+        "accepts": round(c.accepts),
+        "declines": round(c.declines),
+        "silences": round(c.silences),
+        "releases": round(c.releases),
+        "leases_run_out": round(c.leases_run_out),
         "answer_s": None if c.answer_s is None else round(c.answer_s, 1),
         "idle_s": round(idle_s),
         "round_declines": round_declines,
@@ -201,6 +212,7 @@ def make_offers(conn: Connection, params: dict[str, Any]) -> int:
             "recent": s.offer_history_offers,
             "history_s": s.offer_history_seconds,
             "silence_s": knobs.interval_s,
+            "settle_s": settle_seconds(s),
             "half_m": knobs.half_distance_m,
             "door": knobs.prior_accept,
             "min_answers": s.offer_market_min_answers,

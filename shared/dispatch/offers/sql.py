@@ -88,10 +88,11 @@ RETURNING id
 # one lookup), or silence (neither, and the job stayed open %(silence_s)s after the offer, or
 # still is); else still pending. A lost accept race leaves no record: it reads as silence.
 # `ending`: what became of an accept (job.released, or job.reopened when the lease ran out);
-# `seconds`: from the offer to the answer. One rule for the policy's view of each worker
-# (LIKELY_CANDIDATES) and of the market (MARKET_ANSWERS). Each look-up is a LATERAL with
-# LIMIT 1 on a unique key, so it stays a probe of that key's index: as plain joins the planner
-# hashed all of job_declines for the market's 5,000 offers, a scan that grew with history.
+# `seconds`: from the offer to the answer. One rule for the records folded once (FOLD_ANSWERS:
+# the market's and each worker's) and for a worker's offers since (LIKELY_CANDIDATES). Each
+# look-up is a LATERAL with LIMIT 1 on a unique key, so it stays a probe of that key's index: as
+# plain joins the planner hashed all of job_declines for a batch of offers, a scan that grew
+# with history.
 OFFER_ANSWER: LiteralString = """
       LEFT JOIN LATERAL (SELECT d.worker_id, d.declined_at FROM job_declines d
                           WHERE d.job_id = r.job_id AND d.worker_id = r.worker_id
@@ -121,25 +122,15 @@ OFFER_ANSWER: LiteralString = """
      ) a
 """
 
-# The market's latest answered offers (at most %(sample)s, within %(history_s)s), counted by
-# distance band (%(band_m)s wide): how many, and how many said yes. The sweeper fits the
-# market's curve to them (dispatch.offers.market). The newest first through the primary key
-# (uuid v7: creation order), so the read is bounded however long the table grows.
-MARKET_ANSWERS: LiteralString = (
-    """
-SELECT floor(r.distance_m / %(band_m)s)::int AS band, count(*) AS offers,
-       count(*) FILTER (WHERE a.answer = 'accept') AS accepts
-  FROM (SELECT o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
-          FROM job_offers o
-         ORDER BY o.id DESC
-         LIMIT %(sample)s) r"""
-    + OFFER_ANSWER
-    + """ WHERE a.answer <> 'pending'
-   AND r.created_at > now() - make_interval(secs => %(history_s)s)
- GROUP BY 1
- ORDER BY 1
+# The market's answers by distance band (%(band_m)s wide): how many answered offers, and how
+# many said yes, folded once (FOLD_ANSWERS) and decayed to now. The sweeper fits the market's
+# curve to them (dispatch.offers.market). A few dozen rows, however long history grows.
+MARKET_ANSWERS: LiteralString = """
+SELECT b.band, dispatch_decayed(b.offers, b.as_of, now(), %(history_s)s) AS offers,
+       dispatch_decayed(b.accepts, b.as_of, now(), %(history_s)s) AS accepts
+  FROM offer_market_bands b
+ ORDER BY b.band
 """
-)
 
 # The market's curve, one row (offer_market_one_row), replaced by each fit.
 SAVE_MARKET: LiteralString = """
@@ -155,53 +146,200 @@ SELECT NOT EXISTS (SELECT 1 FROM offer_market
                     WHERE fitted_at > now() - make_interval(secs => %(refit_s)s)) AS due
 """
 
-# The `likely` policy's view of the nearest %(pool)s qualified candidates: what each did with
-# their latest offers (at most %(recent)s, within %(history_s)s; OFFER_ANSWER), and the
-# market's curve it reads them with (`market`: offer_market's, once fit on at least
-# %(min_answers)s answers, else the configured %(half_m)s and %(door)s). An accept that ended
-# in job.released or job.reopened (the lease ran out) is counted too. `expected` is how many
-# yeses their offers' distances alone would predict (1 / (1 + (d / half)^2) each), so that a
-# worker offered far jobs is not taken for a worker who says no. `round_declines`: the
-# declines this job already had in this round.
-LIKELY_CANDIDATES: LiteralString = (
-    CANDIDATES
-    + """, market AS (
+# The market's curve the policy reads offers with (`curve`: offer_market's, once fit on at
+# least %(min_answers)s answers, else the configured %(half_m)s and %(door)s). One row, and
+# planned as one (LIMIT 1): a row count guessed for an unanalyzed table (hundreds) multiplied
+# every candidate's and offer's cost until the plan was JIT-compiled, seconds of it.
+CURVE: LiteralString = """
+curve AS (
     SELECT coalesce(m.half_distance_m, %(half_m)s::float8) AS half_m,
            coalesce(m.door, %(door)s::float8) AS door
       FROM (SELECT) one
-      LEFT JOIN offer_market m ON m.answers >= %(min_answers)s
+      LEFT JOIN LATERAL (SELECT * FROM offer_market m WHERE m.answers >= %(min_answers)s
+                          LIMIT 1) m ON true
+)"""
+
+# Each offer's answer folded once, into records kept as they change (migration 0048): the
+# market's by distance band (offer_market_bands, %(band_m)s wide) and each worker's
+# (worker_answers), each tally decayed to now (dispatch_decayed, tau %(history_s)s) and each
+# answer weighted by its own age, so that MARKET_ANSWERS and LIKELY_CANDIDATES read a row
+# instead of recounting a day of offers. The offers after the cursor (offer_answers_folded,
+# locked: one fold at a time), oldest first through the primary key (uuid v7: creation order),
+# at most %(batch)s, and no further back than the history; only those made %(settle_s)s ago or
+# more, whose answer can no longer change (its silence ran out, and an accept's lease ended:
+# market.settle_seconds), and whose transaction has long committed (an id range is then
+# complete). Each answer by OFFER_ANSWER (one rule); one still `pending` then was overtaken
+# (the job changed before the silence ran out) and is passed over, as the counts always did.
+# `expected` reads each offer with the market's curve standing now (CURVE).
+FOLD_ANSWERS: LiteralString = (
+    """
+WITH cursor AS (
+    SELECT greatest(f.last_offer_id,
+                    dispatch_uuid7_floor(now() - make_interval(secs => %(history_s)s))) AS after
+      FROM offer_answers_folded f
+       FOR UPDATE
+), """
+    + CURVE
+    + """, r AS (
+    SELECT o.id, o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
+      FROM job_offers o
+     WHERE o.id > (SELECT after FROM cursor)
+       AND o.id < dispatch_uuid7_floor(now() - make_interval(secs => %(settle_s)s))
+     ORDER BY o.id
+     LIMIT %(batch)s
+), answered AS (
+    SELECT r.worker_id, r.distance_m, r.created_at, a.answer, a.ending, a.seconds,
+           dispatch_decayed(1, r.created_at, now(), %(history_s)s) AS weight,
+           1 / (1 + (r.distance_m / curve.half_m) ^ 2) AS near
+      FROM r
+     CROSS JOIN curve"""
+    + OFFER_ANSWER
+    + """     WHERE a.answer <> 'pending'
+), bands AS (
+    INSERT INTO offer_market_bands AS b (band, offers, accepts, as_of)
+    SELECT floor(distance_m / %(band_m)s)::int, sum(weight),
+           coalesce(sum(weight) FILTER (WHERE answer = 'accept'), 0), now()
+      FROM answered
+     GROUP BY 1
+        ON CONFLICT (band) DO UPDATE
+       SET offers = dispatch_decayed(b.offers, b.as_of, now(), %(history_s)s) + excluded.offers,
+           accepts = dispatch_decayed(b.accepts, b.as_of, now(), %(history_s)s)
+                     + excluded.accepts,
+           as_of = now()
+), workers AS (
+    INSERT INTO worker_answers AS w (worker_id, offers, accepts, declines, silences, releases,
+                                     leases_run_out, expected, answer_s_sum, answer_s_count,
+                                     last_accept_at, as_of)
+    SELECT worker_id, sum(weight),
+           coalesce(sum(weight) FILTER (WHERE answer = 'accept'), 0),
+           coalesce(sum(weight) FILTER (WHERE answer = 'decline'), 0),
+           coalesce(sum(weight) FILTER (WHERE answer = 'silence'), 0),
+           coalesce(sum(weight) FILTER (WHERE ending = 'job.released'), 0),
+           coalesce(sum(weight) FILTER (WHERE ending = 'job.reopened'), 0),
+           sum(weight * near),
+           coalesce(sum(weight * greatest(0, seconds)) FILTER (WHERE seconds IS NOT NULL), 0),
+           coalesce(sum(weight) FILTER (WHERE seconds IS NOT NULL), 0),
+           max(created_at) FILTER (WHERE answer = 'accept'), now()
+      FROM answered
+     GROUP BY worker_id
+        ON CONFLICT (worker_id) DO UPDATE
+       SET offers = dispatch_decayed(w.offers, w.as_of, now(), %(history_s)s) + excluded.offers,
+           accepts = dispatch_decayed(w.accepts, w.as_of, now(), %(history_s)s)
+                     + excluded.accepts,
+           declines = dispatch_decayed(w.declines, w.as_of, now(), %(history_s)s)
+                      + excluded.declines,
+           silences = dispatch_decayed(w.silences, w.as_of, now(), %(history_s)s)
+                      + excluded.silences,
+           releases = dispatch_decayed(w.releases, w.as_of, now(), %(history_s)s)
+                      + excluded.releases,
+           leases_run_out = dispatch_decayed(w.leases_run_out, w.as_of, now(), %(history_s)s)
+                            + excluded.leases_run_out,
+           expected = dispatch_decayed(w.expected, w.as_of, now(), %(history_s)s)
+                      + excluded.expected,
+           answer_s_sum = dispatch_decayed(w.answer_s_sum, w.as_of, now(), %(history_s)s)
+                          + excluded.answer_s_sum,
+           answer_s_count = dispatch_decayed(w.answer_s_count, w.as_of, now(), %(history_s)s)
+                            + excluded.answer_s_count,
+           last_accept_at = greatest(w.last_accept_at, excluded.last_accept_at),
+           as_of = now()
+), moved AS (
+    UPDATE offer_answers_folded
+       SET (last_offer_id, last_offer_at, folded_at) =
+           (SELECT id, created_at, now() FROM r ORDER BY id DESC LIMIT 1)
+     WHERE EXISTS (SELECT 1 FROM r)
+)
+SELECT count(*) AS folded FROM r
+"""
+)
+
+# The `likely` policy's view of the nearest %(pool)s qualified candidates: what each did with
+# their offers (OFFER_ANSWER), each answer weighted by its age (exp(-age / %(history_s)s)):
+# their record folded so far (worker_answers, FOLD_ANSWERS, decayed to now) and their offers
+# since (after the fold's cursor: the last few minutes, the latest %(recent)s at most) read
+# live, so that a "no" counts at once. When the answers add up to more than %(recent)s, every
+# count is scaled to %(recent)s (a worker's record weighs like their latest %(recent)s offers,
+# so that the prior keeps its weight against it). The market's curve reads them (CURVE). An
+# accept that ended in job.released or job.reopened (the lease ran out) is counted too.
+# `expected` is how many yeses their offers' distances alone would predict (1 / (1 + (d /
+# half)^2) each), so that a worker offered far jobs is not taken for a worker who says no.
+# `round_declines`: the declines this job already had in this round.
+LIKELY_CANDIDATES: LiteralString = (
+    CANDIDATES
+    + ", "
+    + CURVE
+    + """, folded AS (
+    SELECT greatest(f.last_offer_id,
+                    dispatch_uuid7_floor(now() - make_interval(secs => %(history_s)s))) AS after,
+           greatest(f.last_offer_at, now() - make_interval(secs => %(history_s)s))
+               - make_interval(secs => %(settle_s)s) AS after_at
+      FROM offer_answers_folded f
+     LIMIT 1  -- one row (offer_answers_folded_one_row), planned as one (CURVE)
 ), qualified AS (
     SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating"""
     + QUALIFIED
     + """     ORDER BY c.distance_m
      LIMIT %(pool)s
 )
-SELECT q.worker_id, q.distance_m, q.rating, h.*, market.half_m AS market_half_m,
-       market.door AS market_door,
+SELECT q.worker_id, q.distance_m, q.rating,
+       h.offers * h.scale AS offers, h.accepts * h.scale AS accepts,
+       h.declines * h.scale AS declines, h.silences * h.scale AS silences,
+       h.releases * h.scale AS releases, h.leases_run_out * h.scale AS leases_run_out,
+       h.expected * h.scale AS expected,
+       h.answer_s_sum / nullif(h.answer_s_count, 0) AS answer_s,
+       extract(epoch FROM now() - h.last_accept_at)::float8 AS since_accept_s,
+       curve.half_m AS market_half_m, curve.door AS market_door,
        (SELECT count(*) FROM job_offers o JOIN job_declines d USING (job_id, worker_id)
          WHERE o.job_id = %(job_id)s AND o.job_version = %(version)s) AS round_declines
   FROM qualified q
- CROSS JOIN market
+ CROSS JOIN curve
+ CROSS JOIN folded
+  LEFT JOIN worker_answers wa ON wa.worker_id = q.worker_id
  CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE a.answer <> 'pending') AS offers,
-           count(*) FILTER (WHERE a.answer = 'accept') AS accepts,
-           count(*) FILTER (WHERE a.answer = 'decline') AS declines,
-           count(*) FILTER (WHERE a.answer = 'silence') AS silences,
-           count(*) FILTER (WHERE a.ending = 'job.released') AS releases,
-           count(*) FILTER (WHERE a.ending = 'job.reopened') AS leases_run_out,
-           coalesce(sum(1 / (1 + (r.distance_m / market.half_m) ^ 2))
-                    FILTER (WHERE a.answer <> 'pending'), 0)::float8 AS expected,
-           avg(a.seconds) AS answer_s,
-           extract(epoch FROM now() - max(r.created_at) FILTER (WHERE a.answer = 'accept'))
-               ::float8 AS since_accept_s
+    SELECT coalesce(sum(t.weight) FILTER (WHERE a.answer <> 'pending'), 0) AS offers,
+           coalesce(sum(t.weight) FILTER (WHERE a.answer = 'accept'), 0) AS accepts,
+           coalesce(sum(t.weight) FILTER (WHERE a.answer = 'decline'), 0) AS declines,
+           coalesce(sum(t.weight) FILTER (WHERE a.answer = 'silence'), 0) AS silences,
+           coalesce(sum(t.weight) FILTER (WHERE a.ending = 'job.released'), 0) AS releases,
+           coalesce(sum(t.weight) FILTER (WHERE a.ending = 'job.reopened'), 0) AS leases_run_out,
+           coalesce(sum(t.weight / (1 + (r.distance_m / curve.half_m) ^ 2))
+                    FILTER (WHERE a.answer <> 'pending'), 0) AS expected,
+           coalesce(sum(t.weight * greatest(0, a.seconds)), 0) AS answer_s_sum,
+           coalesce(sum(t.weight) FILTER (WHERE a.seconds IS NOT NULL), 0) AS answer_s_count,
+           max(r.created_at) FILTER (WHERE a.answer = 'accept') AS last_accept_at
       FROM (SELECT o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
               FROM job_offers o
              WHERE o.worker_id = q.worker_id
-               AND o.created_at > now() - make_interval(secs => %(history_s)s)
+               AND o.created_at > folded.after_at AND o.id > folded.after
              ORDER BY o.created_at DESC
              LIMIT %(recent)s) r"""
     + OFFER_ANSWER
-    + """ ) h
+    + """     CROSS JOIN LATERAL (SELECT dispatch_decayed(1, r.created_at, now(), %(history_s)s)
+                            AS weight) t
+ ) live
+ CROSS JOIN LATERAL (
+    SELECT o.*, coalesce(least(1, %(recent)s / nullif(o.offers, 0)), 1) AS scale
+      FROM (SELECT coalesce(dispatch_decayed(wa.offers, wa.as_of, now(), %(history_s)s), 0)
+                       + live.offers AS offers,
+                   coalesce(dispatch_decayed(wa.accepts, wa.as_of, now(), %(history_s)s), 0)
+                       + live.accepts AS accepts,
+                   coalesce(dispatch_decayed(wa.declines, wa.as_of, now(), %(history_s)s), 0)
+                       + live.declines AS declines,
+                   coalesce(dispatch_decayed(wa.silences, wa.as_of, now(), %(history_s)s), 0)
+                       + live.silences AS silences,
+                   coalesce(dispatch_decayed(wa.releases, wa.as_of, now(), %(history_s)s), 0)
+                       + live.releases AS releases,
+                   coalesce(dispatch_decayed(wa.leases_run_out, wa.as_of, now(),
+                                             %(history_s)s), 0)
+                       + live.leases_run_out AS leases_run_out,
+                   coalesce(dispatch_decayed(wa.expected, wa.as_of, now(), %(history_s)s), 0)
+                       + live.expected AS expected,
+                   coalesce(dispatch_decayed(wa.answer_s_sum, wa.as_of, now(), %(history_s)s),
+                            0) + live.answer_s_sum AS answer_s_sum,
+                   coalesce(dispatch_decayed(wa.answer_s_count, wa.as_of, now(),
+                                             %(history_s)s), 0)
+                       + live.answer_s_count AS answer_s_count,
+                   greatest(wa.last_accept_at, live.last_accept_at) AS last_accept_at) o
+ ) h
  ORDER BY q.distance_m
 """
 )
