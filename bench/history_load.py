@@ -27,7 +27,7 @@ from dispatch import db
 from dispatch.offers import market
 
 JOBS_PER_DAY = 50_000
-VERSION = 3  # of what the loader writes: a history database of another version is loaded anew
+VERSION = 2  # of what the loader writes: a history database of another version is loaded anew
 WORKERS = 5_000
 BUSINESSES = 500
 OFFERS_PER_JOB = 6  # first-come jobs; a choice job is offered to its applicants' share
