@@ -127,7 +127,12 @@ def facts(conn: db.Connection) -> dict[str, Any]:
         "SELECT id, version, business_id, assignee_id, before_photo_id FROM jobs"
         " WHERE status = 'in_progress' ORDER BY created_at LIMIT 1"
     )
-    event = one("SELECT tx::text AS tx, id FROM job_events ORDER BY tx DESC, id DESC LIMIT 1")
+    # The console's cursor two pages back in the stream: a full page after it on either
+    # database (from the newest event, the empty one had nothing left to read and the other a
+    # page of the current state's offer events: 0 rows against 100).
+    event = one(
+        "SELECT tx::text AS tx, id FROM job_events ORDER BY tx DESC, id DESC OFFSET 200 LIMIT 1"
+    )
     # What the publisher marks once it has put them on the bus: a few of the newest.
     unpublished = one(
         "SELECT array(SELECT id FROM offer_events WHERE published_at IS NULL"
