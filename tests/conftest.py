@@ -165,16 +165,24 @@ def database_url(admin_url: str) -> Iterator[str]:
 def empty_the_tables(connection: db.Connection) -> None:
     """TRUNCATE waits for every lock on the tables: one left held by an earlier test (a thread
     still in a transaction) fails this test at once, naming the holders, instead of hanging
-    it until the suite's timeout."""
+    it until the suite's timeout. A local stack's background duties (its sweeper, its relay) read
+    these tables while the test runs; TRUNCATE takes its locks one table at a time, so it can
+    deadlock with one of them: Postgres then cancels one side, and the truncation is tried again."""
     try:
-        with connection.transaction():
-            connection.execute("SET LOCAL lock_timeout = '20s'")
-            connection.execute(f"TRUNCATE {TABLES} CASCADE")
-            # The fold's cursor is one row that always exists: back to "nothing folded yet".
-            connection.execute(
-                "UPDATE offer_answers_folded"
-                " SET last_offer_id = NULL, last_offer_at = NULL, folded_at = NULL"
-            )
+        for attempt in range(5):
+            try:
+                with connection.transaction():
+                    connection.execute("SET LOCAL lock_timeout = '20s'")
+                    connection.execute(f"TRUNCATE {TABLES} CASCADE")
+                    # The fold's cursor is one row that always exists: back to "nothing folded".
+                    connection.execute(
+                        "UPDATE offer_answers_folded"
+                        " SET last_offer_id = NULL, last_offer_at = NULL, folded_at = NULL"
+                    )
+                return
+            except psycopg.errors.DeadlockDetected:
+                if attempt == 4:
+                    raise
     except psycopg.errors.LockNotAvailable:
         holders = connection.execute(
             """SELECT pid, application_name, state, xact_start, left(query, 200) AS query
