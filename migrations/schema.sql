@@ -183,46 +183,25 @@ CREATE FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_jo
     AS $$
 #variable_conflict use_column
 BEGIN
-  RETURN QUERY WITH changed AS (
-    UPDATE jobs AS j
-       SET status = 'assigned',
-           assignee_id = p_worker_id,
-           before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
-           lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
-           version = version + 1,
-           updated_at = now()
-     WHERE j.id = p_job_id
-       AND j.assignment = 'first_come'
-       AND NOT EXISTS (SELECT 1 FROM rosters r
-                     WHERE r.business_id = j.business_id AND r.worker_id = p_worker_id
-                       AND r.list = 'blocked')
-       AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
-       AND j.window_end > now()
-       AND (p_version::integer IS NULL OR j.version = p_version::integer)
-       AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = p_worker_id), '{}')
-       AND (j.min_rating IS NULL
-         OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = p_worker_id))
-       AND NOT EXISTS (SELECT 1 FROM jobs live
-                     WHERE live.assignee_id = p_worker_id
-                       AND live.status IN ('assigned', 'in_progress')
-                       AND live.id <> p_job_id)
-    RETURNING j.*, dispatch_job_json(j) AS document
-),
-event AS (
-    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-    SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
-),
-answers AS (SELECT *, (document)::text AS answer FROM changed)
-SELECT answers.document, answers.answer FROM answers;
+  RETURN QUERY
+  WITH changed AS (
+      UPDATE jobs AS j
+         SET status = 'assigned',
+             assignee_id = p_worker_id,
+             before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
+             lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
+             version = version + 1,
+             updated_at = now()
+       WHERE j.id = p_job_id
+         AND (SELECT h.may_accept FROM dispatch_holding(j, p_worker_id, p_version) h)
+      RETURNING j.*, dispatch_job_json(j) AS document
+  ), event AS (
+      INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+      SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
+  )
+  SELECT changed.document, changed.document::text FROM changed;
 END
 $$;
-
-
---
--- Name: FUNCTION dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text) IS 'f0f34b647cdd782eb885c2ee5ca723954e4907c9b1ca43c19d9feecf4f7e43f5';
 
 
 --
@@ -234,50 +213,30 @@ CREATE FUNCTION public.dispatch_accept_job_keyed(p_actor text, p_answer_status i
     AS $$
 #variable_conflict use_column
 BEGIN
-  RETURN QUERY WITH changed AS (
-    UPDATE jobs AS j
-       SET status = 'assigned',
-           assignee_id = p_worker_id,
-           before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
-           lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
-           version = version + 1,
-           updated_at = now()
-     WHERE j.id = p_job_id
-       AND j.assignment = 'first_come'
-       AND NOT EXISTS (SELECT 1 FROM rosters r
-                     WHERE r.business_id = j.business_id AND r.worker_id = p_worker_id
-                       AND r.list = 'blocked')
-       AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
-       AND j.window_end > now()
-       AND (p_version::integer IS NULL OR j.version = p_version::integer)
-       AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = p_worker_id), '{}')
-       AND (j.min_rating IS NULL
-         OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = p_worker_id))
-       AND NOT EXISTS (SELECT 1 FROM jobs live
-                     WHERE live.assignee_id = p_worker_id
-                       AND live.status IN ('assigned', 'in_progress')
-                       AND live.id <> p_job_id)
-    RETURNING j.*, dispatch_job_json(j) AS document
-),
-event AS (
-    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-    SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
-),
-answers AS (SELECT *, (document)::text AS answer FROM changed),
-answered AS (
-    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
-    SELECT p_principal, p_key, p_fingerprint, p_answer_status, answer FROM answers
-)
-SELECT answers.document, answers.answer FROM answers;
+  RETURN QUERY
+  WITH changed AS (
+      UPDATE jobs AS j
+         SET status = 'assigned',
+             assignee_id = p_worker_id,
+             before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
+             lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
+             version = version + 1,
+             updated_at = now()
+       WHERE j.id = p_job_id
+         AND (SELECT h.may_accept FROM dispatch_holding(j, p_worker_id, p_version) h)
+      RETURNING j.*, dispatch_job_json(j) AS document
+  ), event AS (
+      INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+      SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
+  ), answers AS (
+      SELECT changed.document, changed.document::text AS answer FROM changed
+  ), answered AS (
+      INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+      SELECT p_principal, p_key, p_fingerprint, p_answer_status, answer FROM answers
+  )
+  SELECT answers.document, answers.answer FROM answers;
 END
 $$;
-
-
---
--- Name: FUNCTION dispatch_accept_job_keyed(p_actor text, p_answer_status integer, p_event_type text, p_fingerprint text, p_job_id uuid, p_key text, p_lease_seconds integer, p_principal text, p_version integer, p_worker_id text); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.dispatch_accept_job_keyed(p_actor text, p_answer_status integer, p_event_type text, p_fingerprint text, p_job_id uuid, p_key text, p_lease_seconds integer, p_principal text, p_version integer, p_worker_id text) IS '1114f7054de747aebbf9c350dc04a5b73a5d5660568ead8dfa0555633c8a21bd';
 
 
 SET default_tablespace = '';
@@ -548,6 +507,51 @@ CREATE TABLE public.jobs (
 
 
 --
+-- Name: dispatch_holding(public.jobs, text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_holding(j public.jobs, worker text, seen_version integer DEFAULT NULL::integer) RETURNS TABLE(first_come boolean, choice boolean, claimable boolean, open boolean, window_open boolean, at_version boolean, has_skills boolean, rated_enough boolean, not_blocked boolean, worker_free boolean, applicant boolean, qualified boolean, may_hold boolean, may_accept boolean, may_assign boolean, may_apply boolean, may_see boolean)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+SELECT c.first_come, c.choice, c.claimable, c.open, c.window_open, c.at_version,
+       c.has_skills, c.rated_enough, c.not_blocked, c.worker_free, c.applicant,
+       c.has_skills AND c.rated_enough,
+       c.has_skills AND c.rated_enough AND c.not_blocked AND c.worker_free,
+       c.first_come AND c.claimable AND c.window_open AND c.at_version
+           AND c.has_skills AND c.rated_enough AND c.not_blocked AND c.worker_free,
+       c.choice AND c.claimable AND c.window_open AND c.at_version AND c.applicant
+           AND c.has_skills AND c.rated_enough AND c.not_blocked AND c.worker_free,
+       c.choice AND c.open AND c.window_open
+           AND c.has_skills AND c.rated_enough AND c.not_blocked,
+       c.open AND c.window_open AND c.has_skills AND c.rated_enough AND c.not_blocked
+  FROM (
+    SELECT j.assignment = 'first_come' AS first_come,
+           j.assignment = 'business_choice' AS choice,
+           (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
+               AS claimable,
+           j.status = 'open' AS open,
+           j.window_end > now() AS window_open,
+           (seen_version IS NULL OR j.version = seen_version) AS at_version,
+           j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = worker), '{}')
+               AS has_skills,
+           (j.min_rating IS NULL
+            OR coalesce(j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = worker),
+                        false)) AS rated_enough,
+           NOT EXISTS (SELECT 1 FROM rosters r
+                        WHERE r.business_id = j.business_id AND r.worker_id = worker
+                          AND r.list = 'blocked') AS not_blocked,
+           NOT EXISTS (SELECT 1 FROM jobs live
+                        WHERE live.assignee_id = worker
+                          AND live.status IN ('assigned', 'in_progress')
+                          AND live.id <> j.id) AS worker_free,
+           EXISTS (SELECT 1 FROM job_applications a
+                    WHERE a.job_id = j.id AND a.worker_id = worker
+                      AND a.withdrawn_at IS NULL) AS applicant
+  ) c
+$$;
+
+
+--
 -- Name: dispatch_job(public.jobs); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -656,17 +660,10 @@ BEGIN
         SELECT j, dispatch_distance_m(at_lat, at_lng, j.lat, j.lng) AS metres,
                j.mercator <-> origin AS map_distance
           FROM jobs j
-         WHERE j.status = 'open'
+         WHERE j.status = 'open'  -- the index's predicate (jobs_open_mercator)
            AND j.mercator <@ cap[side]
-           AND j.window_end > now()
-           -- The worker's skills and rating, read once and only once a job is in reach.
-           AND j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = worker), '{}')
-           AND (j.min_rating IS NULL
-                OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = worker))
-           -- Never a job of a business that blocked the worker (its primary key, per job).
-           AND NOT EXISTS (SELECT 1 FROM rosters r
-                            WHERE r.business_id = j.business_id AND r.worker_id = worker
-                              AND r.list = 'blocked')
+           -- who may see it: dispatch_holding, checked only once a job is in reach
+           AND (SELECT h.may_see FROM dispatch_holding(j, worker) h)
          ORDER BY j.mercator <-> origin
     LOOP
       EXIT WHEN step.map_distance * floor_m > least(kth_m, radius_m);

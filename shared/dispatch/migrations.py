@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from psycopg import errors, sql
+from psycopg import errors
 
 from dispatch import roles
 from dispatch.config import settings
@@ -87,7 +87,6 @@ def apply(
                 (migration.version, migration.checksum),
             )
             applied_now.append(migration.version)
-        write_functions(conn)
         if roles.exists(conn):  # made by migration 0015
             roles.configure(
                 conn,
@@ -104,35 +103,6 @@ def apply(
                 role=roles.ARCHIVIST_ROLE,
             )
     return applied_now
-
-
-# A function made from the code (dispatch.outbox.sql.kept_planned) carries its text's checksum as
-# its comment, so that an apply replaces it only when the code changed it.
-FUNCTIONS_NAMED = """
-SELECT p.oid::regprocedure::text AS signature, obj_description(p.oid, 'pg_proc') AS checksum
-  FROM pg_proc p
- WHERE p.proname = %s AND p.pronamespace = 'public'::regnamespace
-"""
-
-
-def write_functions(conn: Connection) -> None:
-    """Make or replace the functions the code runs its hot statements as (their text is the
-    code's, so they are written from it, not from a migration file)."""
-    from dispatch.jobs.sql import KEPT_PLANNED
-
-    for change in KEPT_PLANNED:
-        for function in change.functions:
-            there = conn.execute(FUNCTIONS_NAMED, (function.name,)).fetchall()
-            if [row["checksum"] for row in there] == [function.checksum]:
-                continue
-            for row in there:  # a changed signature would otherwise leave an overload behind
-                conn.execute(sql.SQL("DROP FUNCTION {}").format(sql.SQL(row["signature"])))
-            conn.execute(function.definition.encode())
-            conn.execute(
-                sql.SQL("COMMENT ON FUNCTION {} IS {}").format(
-                    sql.Identifier(function.name), sql.Literal(function.checksum)
-                )
-            )
 
 
 def apply_patiently(

@@ -1,6 +1,6 @@
 """What the accept sends to Postgres, counted from the wire (libpq's protocol trace)."""
 
-from dispatch.jobs.sql import ACCEPT_JOB
+from dispatch_local import REPO_ROOT
 from dispatch_local.wire import traced
 from tests.support import Api, make_job, make_worker, worker
 
@@ -20,9 +20,11 @@ def test_accept_happy_path_is_one_round_trip(api: Api) -> None:
     # UPDATE, its event, and the key with its answer (a key already taken would fail it whole).
     (statement,) = wire.statements
     assert statement.startswith("SELECT * FROM dispatch_accept_job_keyed("), statement
-    (function,) = (f for f in ACCEPT_JOB.functions if f.name == "dispatch_accept_job_keyed")
-    for part in ("UPDATE jobs", "INSERT INTO job_events", "INSERT INTO idempotency_keys"):
-        assert part in function.definition, part
+    schema = (REPO_ROOT / "migrations" / "schema.sql").read_text()
+    function = schema.split("CREATE FUNCTION public.dispatch_accept_job_keyed(")[1].split("$$;")[0]
+    for part in ("UPDATE jobs", "dispatch_holding", "INSERT INTO job_events"):
+        assert part in function, part
+    assert "INSERT INTO idempotency_keys" in function
     # The outbox relay runs only after the commit: claim the new event, (send), mark it sent.
     assert [s.split()[0].upper() for s in wire.after_commit] == ["WITH", "UPDATE"]
     assert "relay_claimed_until" in wire.after_commit[0]

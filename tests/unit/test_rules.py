@@ -8,17 +8,17 @@ from dispatch.errors import Code
 from dispatch.jobs.lifecycle import MACHINE
 from dispatch.jobs.models import JobStatus, Photo, TransitionEvent
 from dispatch.jobs.rules import (
+    ACCEPT_CAUSES,
     accept_refusal,
     attach_refusal,
     rating_refusal,
     transition_refusal,
 )
-from dispatch.jobs.sql import ACCEPT_CONDITIONS
 
 OPEN = {
     "status": "open",
     "assignee_id": None,
-    **dict.fromkeys(ACCEPT_CONDITIONS, True),
+    **dict.fromkeys(ACCEPT_CAUSES, True),
 }
 
 
@@ -63,15 +63,15 @@ def test_accept_refusals(facts: dict[str, Any] | None, code: Code) -> None:
 
 
 def test_every_condition_of_an_accept_has_its_refusal() -> None:
-    """The accept's conditions are written once (sql.ACCEPT_CONDITIONS: the WHERE clause and
-    the failure read are made from them); each one that fails alone gets a refusal of its
-    own, so a condition added there without one here fails this test."""
+    """The accept's causes are written once, in SQL (dispatch_holding's may_accept; the
+    failure read returns each of them, tests/integration/test_who_may_hold.py); each one that
+    fails alone gets a refusal of its own, so a cause added without one here fails this test."""
 
     def failing_alone(name: str) -> dict[str, Any]:
         held = {"status": "assigned"} if name == "claimable" else {}
         return job(**{name: False}, **held, assignee_id="w-2")
 
-    alone = {name: accept_refusal(failing_alone(name), "me") for name in ACCEPT_CONDITIONS}
+    alone = {name: accept_refusal(failing_alone(name), "me") for name in ACCEPT_CAUSES}
     assert alone == {
         "not_blocked": Code.BLOCKED_BY_BUSINESS,
         "first_come": Code.BUSINESS_CHOOSES,
@@ -91,7 +91,7 @@ def test_every_condition_of_an_accept_has_its_refusal() -> None:
             return super().__getitem__(key)
 
     accept_refusal(Recorded(job()), "me")
-    assert set(ACCEPT_CONDITIONS) <= read, "the rules read every condition"
+    assert set(ACCEPT_CAUSES) <= read, "the rules read every condition"
 
 
 HELD = {

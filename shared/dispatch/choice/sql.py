@@ -1,85 +1,60 @@
 """The SQL of the business's choice, one statement per move, each with the rule it keeps.
 
-The assign is the accept's kind of statement: one conditional UPDATE whose WHERE clause is the
-conjunction of named conditions (the row's lock decides between two assigns, or an assign and
-the auto-pick); when it matches nothing, ASSIGN_FAILURE_FACTS reads each condition by name and
-rules.assign_refusal names the cause. The database refuses the rest whoever writes:
-jobs_choice_goes_to_an_applicant, job_applications_only_while_choosing.
+Who may hold a job is dispatch_holding's (migration 0049), as for the accept: the assign is
+the accept's kind of statement, one conditional UPDATE whose WHERE clause is the business's
+ownership and dispatch_holding's may_assign (the row's lock decides between two assigns, or an
+assign and the auto-pick); when it matches nothing, ASSIGN_FAILURE_FACTS reads each cause of
+may_assign by name and rules.assign_refusal names it. The database refuses the rest whoever
+writes: jobs_choice_goes_to_an_applicant, job_applications_only_while_choosing.
 """
 
 from typing import LiteralString
 
-from dispatch.jobs.sql import ACCEPT_CONDITIONS, CLAIM_SET, LIVE, NOT_BLOCKED
 from dispatch.outbox.sql import with_event
 
-# A current application of the worker to the job (not withdrawn).
-_APPLIED: LiteralString = """EXISTS (SELECT 1 FROM job_applications a
-                     WHERE a.job_id = j.id AND a.worker_id = %(worker_id)s
-                       AND a.withdrawn_at IS NULL)"""
-
-# What must hold for the business to assign a worker, each condition named once, in the order
-# a person can act on them (rules.ASSIGN_REFUSALS).
-ASSIGN_CONDITIONS: dict[LiteralString, LiteralString] = {
-    "owned": "j.business_id = %(business_id)s",  # a stranger hears NOT_FOUND
-    "choice": "j.assignment = 'business_choice'",
-    # open, or assigned with a lease that already ran out (as for an accept)
-    "claimable": ACCEPT_CONDITIONS["claimable"],
-    "window_open": ACCEPT_CONDITIONS["window_open"],
-    # the version the business chose on (the auto-pick sends none: it chooses on the row)
-    "at_version": ACCEPT_CONDITIONS["at_version"],
-    "applicant": _APPLIED,
-    "not_blocked": NOT_BLOCKED,  # jobs_never_to_a_blocked_worker refuses the rest
-    "has_skills": ACCEPT_CONDITIONS["has_skills"],
-    "rated_enough": ACCEPT_CONDITIONS["rated_enough"],
-    # under a race, jobs_one_live_job_per_worker decides
-    "worker_free": ACCEPT_CONDITIONS["worker_free"],
-}
-
-_ASSIGN_WHERE: LiteralString = "\n       AND ".join(ASSIGN_CONDITIONS.values())
-_ASSIGN_FACTS: LiteralString = ",\n       ".join(
-    f"{condition} AS {name}" for name, condition in ASSIGN_CONDITIONS.items()
-)
-
-# The assign: exactly the accept's claim (status, assignee, lease, version), on other terms.
-# Its job.assigned event names who chose as the actor (the business, or the auto-pick).
-ASSIGN_JOB = with_event(f"""
-    UPDATE jobs AS j{CLAIM_SET}
+# The assign: the accept's claim (status, assignee, lease cut at the window's end, version), on
+# the business's terms: the owner (a stranger hears NOT_FOUND), at the version it chose on (the
+# auto-pick sends none: it chooses on the row), and may_assign. Its job.assigned event names
+# who chose as the actor (the business, or the auto-pick).
+ASSIGN_JOB = with_event("""
+    UPDATE jobs AS j
+       SET status = 'assigned',
+           assignee_id = %(worker_id)s,
+           before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
+           lease_expires_at = least(now() + make_interval(secs => %(lease_seconds)s), window_end),
+           version = version + 1,
+           updated_at = now()
      WHERE j.id = %(job_id)s
-       AND {_ASSIGN_WHERE}
+       AND j.business_id = %(business_id)s
+       AND (SELECT h.may_assign
+              FROM dispatch_holding(j, %(worker_id)s, %(version)s::integer) h)
     RETURNING j.*, dispatch_job_json(j) AS document
 """)
 
-ASSIGN_FAILURE_FACTS: LiteralString = f"""
+# Only on the failure path: the job's state, the ownership and each cause of may_assign.
+ASSIGN_FAILURE_FACTS: LiteralString = """
 SELECT j.status, j.assignee_id,
-       {_ASSIGN_FACTS}
-  FROM jobs j WHERE j.id = %(job_id)s
+       j.business_id = %(business_id)s AS owned,
+       h.choice, h.claimable, h.window_open, h.at_version, h.applicant, h.not_blocked,
+       h.has_skills, h.rated_enough, h.worker_free
+  FROM jobs j
+ CROSS JOIN LATERAL dispatch_holding(j, %(worker_id)s, %(version)s::integer) h
+ WHERE j.id = %(job_id)s
 """
 
 # -- applications ------------------------------------------------------------------------------
 
-# What must hold for a worker to apply, each named once (rules.APPLY_REFUSALS).
-APPLY_CONDITIONS: dict[LiteralString, LiteralString] = {
-    "not_blocked": NOT_BLOCKED,  # job_applications_not_from_blocked refuses the rest
-    "choice": "j.assignment = 'business_choice'",
-    "open": "j.status = 'open'",
-    "window_open": ACCEPT_CONDITIONS["window_open"],
-    "has_skills": ACCEPT_CONDITIONS["has_skills"],
-    "rated_enough": ACCEPT_CONDITIONS["rated_enough"],
-}
-_APPLY_WHERE: LiteralString = "\n       AND ".join(APPLY_CONDITIONS.values())
-_APPLY_FACTS: LiteralString = ",\n       ".join(
-    f"{condition} AS {name}" for name, condition in APPLY_CONDITIONS.items()
-)
-
-# Apply: one application per worker and job (the primary key), taken up again after a
+# Apply: while dispatch_holding's may_apply holds (a business's choice, open, in its window,
+# qualified, not blocked: job_applications_not_from_blocked refuses the rest), one application
+# per worker and job (the primary key), taken up again after a
 # withdrawal; a repeat while it stands changes nothing and answers the standing application,
 # as long as the worker may still apply (blocked since, or the job no longer open: refused).
 # The application and its event commit together.
-APPLY: LiteralString = f"""
+APPLY: LiteralString = """
 WITH job AS (
     SELECT j.id, j.version FROM jobs j
      WHERE j.id = %(job_id)s
-       AND {_APPLY_WHERE}
+       AND (SELECT h.may_apply FROM dispatch_holding(j, %(worker_id)s) h)
 ), applied AS (
     INSERT INTO job_applications AS a (job_id, worker_id, note)
     SELECT id, %(worker_id)s, %(note)s FROM job
@@ -108,10 +83,13 @@ SELECT dispatch_application_json(a) AS document FROM job_applications a
  WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s AND a.withdrawn_at IS NULL
 """
 
-APPLY_FAILURE_FACTS: LiteralString = f"""
+# Only on the failure path: the job's status and each cause of may_apply.
+APPLY_FAILURE_FACTS: LiteralString = """
 SELECT j.status,
-       {_APPLY_FACTS}
-  FROM jobs j WHERE j.id = %(job_id)s
+       h.not_blocked, h.choice, h.open, h.window_open, h.has_skills, h.rated_enough
+  FROM jobs j
+ CROSS JOIN LATERAL dispatch_holding(j, %(worker_id)s) h
+ WHERE j.id = %(job_id)s
 """
 
 # Withdraw: the worker's standing application ends, with its event. Not by the worker holding
@@ -159,15 +137,14 @@ SELECT a.worker_id FROM job_applications a
 # rating, the distance from the fresh position Redis gave (%(positions)s: none when unknown),
 # completed jobs, jobs given back and leases that ran out on them (worker_records, kept by
 # triggers as they happen: one row per applicant, however long their history), and whether
-# they are free and qualified now.
-APPLICANTS: LiteralString = f"""
-SELECT row_to_json(applicant) AS document
+# they are free and qualified now (dispatch_holding).
+APPLICANTS: LiteralString = """
+SELECT row_to_json(listed) AS document
   FROM jobs j
   JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
   LEFT JOIN workers w ON w.id = a.worker_id
   LEFT JOIN worker_records rec ON rec.worker_id = a.worker_id
-  LEFT JOIN rosters blocked ON blocked.business_id = j.business_id
-                           AND blocked.worker_id = a.worker_id AND blocked.list = 'blocked'
+  CROSS JOIN LATERAL dispatch_holding(j, a.worker_id) h
   LEFT JOIN unnest(%(position_ids)s::text[], %(lats)s::float8[], %(lngs)s::float8[])
          AS p(worker_id, lat, lng) ON p.worker_id = a.worker_id
  CROSS JOIN LATERAL (
@@ -181,16 +158,12 @@ SELECT row_to_json(applicant) AS document
            coalesce(rec.completed, 0) AS completed_jobs,
            coalesce(rec.released, 0) AS released,
            coalesce(rec.vanished, 0) AS vanished,
-           EXISTS (SELECT 1 FROM jobs live
-                    WHERE live.assignee_id = a.worker_id AND live.status IN {LIVE}
-                      AND live.id <> j.id) AS busy,
-           (j.skills <@ coalesce(w.skills, '{{}}')
-            AND (j.min_rating IS NULL OR coalesce(j.min_rating <= w.rating, false)))
-               AS qualified,
+           NOT h.worker_free AS busy,
+           h.qualified,
            j.assignee_id IS NOT DISTINCT FROM a.worker_id AS assigned
- ) applicant
+ ) listed  -- (not `applicant`: dispatch_holding has a column of that name)
  WHERE j.id = %(job_id)s
-   AND blocked.worker_id IS NULL  -- a worker the business blocked is not shown
+   AND h.not_blocked  -- a worker the business blocked is not shown
  ORDER BY a.applied_at, a.worker_id
 """
 
@@ -212,24 +185,20 @@ SELECT j.id, j.version, j.business_id, j.auto_pick
  LIMIT %(batch_size)s
 """
 
-# The auto-pick's choice: the best current applicant who can be assigned now (qualified, free).
+# The auto-pick's choice: the best current applicant who can be assigned now (dispatch_holding's
+# may_assign, as ASSIGN_JOB then asks).
 # Best = the highest damped rating (an unrated worker counts as the prior every rating starts
 # from, 4.0), then the fewest jobs given back or vanished from (worker_records), then the
 # earliest application.
-BEST_APPLICANT: LiteralString = f"""
+BEST_APPLICANT: LiteralString = """
 SELECT a.worker_id
   FROM jobs j
   JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
-  JOIN workers w ON w.id = a.worker_id
+  LEFT JOIN workers w ON w.id = a.worker_id
   LEFT JOIN worker_records rec ON rec.worker_id = a.worker_id
+ CROSS JOIN LATERAL dispatch_holding(j, a.worker_id) h
  WHERE j.id = %(job_id)s
-   AND j.skills <@ w.skills
-   AND (j.min_rating IS NULL OR j.min_rating <= w.rating)
-   AND NOT EXISTS (SELECT 1 FROM jobs live
-                    WHERE live.assignee_id = a.worker_id AND live.status IN {LIVE})
-   AND NOT EXISTS (SELECT 1 FROM rosters r
-                    WHERE r.business_id = j.business_id AND r.worker_id = a.worker_id
-                      AND r.list = 'blocked')
+   AND h.may_assign
  ORDER BY coalesce(w.rating, 4.0) DESC,
           coalesce(rec.released + rec.vanished, 0),
           a.applied_at, a.worker_id

@@ -19,7 +19,7 @@ Refusal = tuple[Code, Details]  # a code and the details of its body
 
 def accept_refusal(facts: Facts | None, worker_id: str) -> Code:
     """The first refusal a person can act on, from the job's state and each of the accept's
-    conditions (`sql.ACCEPT_CONDITIONS`, read by name)."""
+    causes (`sql.ACCEPT_FAILURE_FACTS`: dispatch_holding's, read by name)."""
     if facts is None:
         return Code.NOT_FOUND
     if JobStatus(facts["status"]) in FINISHED_STATUSES:
@@ -48,6 +48,10 @@ ACCEPT_REFUSALS: dict[str, Code] = {
     "rated_enough": Code.RATING_TOO_LOW,
     "worker_free": Code.WORKER_BUSY,
 }
+
+# The causes the failure read returns (sql.ACCEPT_FAILURE_FACTS, from dispatch_holding): each
+# has its refusal above, but claimable, which accept_refusal names itself (taken, or yours).
+ACCEPT_CAUSES: tuple[str, ...] = (*ACCEPT_REFUSALS, "claimable")
 
 
 def transition_refusal(facts: Facts | None, actor: str, version: int, move: Transition) -> Code:

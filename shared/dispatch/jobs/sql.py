@@ -7,7 +7,7 @@ advisory lock, no retry loop.
 
 from typing import LiteralString
 
-from dispatch.outbox.sql import PlannedChange, kept_planned, with_event
+from dispatch.outbox.sql import Change, with_event
 
 # A job is born open at version 1, with its `job.created` event.
 CREATE_JOB = with_event("""
@@ -28,89 +28,41 @@ FINISHED: LiteralString = "('completed', 'cancelled', 'expired')"  # nothing mov
 UNFINISHED: LiteralString = "('open', 'assigned', 'in_progress')"
 UNTAKEN: LiteralString = "('open', 'cancelled', 'expired')"  # nobody is assigned
 
-# The job's business did not block the worker (rosters, its primary key).
-NOT_BLOCKED: LiteralString = """NOT EXISTS (SELECT 1 FROM rosters r
-                     WHERE r.business_id = j.business_id AND r.worker_id = %(worker_id)s
-                       AND r.list = 'blocked')"""
+# Who may hold a job is written once, in SQL: dispatch_holding (migration 0049), one row of
+# named booleans per (job, worker), each cause once and each path's rule (may_accept,
+# may_assign, may_apply, may_hold, may_see) their conjunction. The accept, the assign, the
+# apply, the auto-pick, the applicant list, the offers' candidates and dispatch_nearby read it;
+# the failure reads below name a refused command's causes from the same columns.
 
-# Accept: what must hold for a worker to take a job, each condition named once. The accept's
-# WHERE clause is their conjunction; when it matches nothing, ACCEPT_FAILURE_FACTS reads each
-# of them by name and rules.accept_refusal names the cause (tests/unit/test_rules.py: every
-# condition has its refusal).
-ACCEPT_CONDITIONS: dict[LiteralString, LiteralString] = {
-    # first come: on a business_choice job workers apply and the business assigns
-    # (jobs_choice_goes_to_an_applicant refuses the rest)
-    "first_come": "j.assignment = 'first_come'",
-    # the business did not block the worker (jobs_never_to_a_blocked_worker refuses the rest)
-    "not_blocked": NOT_BLOCKED,
-    # open, or assigned with a lease that already ran out (correctness never waits for the
-    # sweeper)
-    "claimable": "(j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))",
-    # its window has not ended (nor does correctness wait for the sweeper to expire it)
-    "window_open": "j.window_end > now()",
-    # still at the version the worker saw, when the worker sent one (fencing token)
-    "at_version": "(%(version)s::integer IS NULL OR j.version = %(version)s::integer)",
-    # the worker has every skill of the job (no profile: no skills)
-    "has_skills": (
-        "j.skills <@ coalesce((SELECT w.skills FROM workers w WHERE w.id = %(worker_id)s), '{}')"
-    ),
-    # and the rating the job asks for (no rating: below any)
-    "rated_enough": """(j.min_rating IS NULL
-         OR j.min_rating <= (SELECT w.rating FROM workers w WHERE w.id = %(worker_id)s))""",
-    # the worker holds no other live job (under a race, jobs_one_live_job_per_worker decides)
-    "worker_free": f"""NOT EXISTS (SELECT 1 FROM jobs live
-                     WHERE live.assignee_id = %(worker_id)s
-                       AND live.status IN {LIVE}
-                       AND live.id <> %(job_id)s)""",
-}
-
-_ACCEPT_WHERE: LiteralString = "\n       AND ".join(ACCEPT_CONDITIONS.values())
-_ACCEPT_FACTS: LiteralString = ",\n       ".join(
-    f"{condition} AS {name}" for name, condition in ACCEPT_CONDITIONS.items()
+# First come's hot path: the accept, an ordinary plpgsql function written whole in migration
+# 0049 (dispatch_accept_job, and dispatch_accept_job_keyed, which also records the caller's
+# idempotency key with its answer): Postgres keeps its plan per server connection without a
+# prepared statement (which RDS Proxy would pin the connection for). The UPDATE's WHERE clause
+# is the lock: of N concurrent claimers exactly one matches, the rest match zero rows.
+ACCEPT_JOB = Change(
+    plain="""SELECT * FROM dispatch_accept_job(
+    p_actor => %(actor)s::text, p_event_type => %(event_type)s::text,
+    p_job_id => %(job_id)s::uuid, p_lease_seconds => %(lease_seconds)s::integer,
+    p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text)
+""",
+    keyed="""SELECT * FROM dispatch_accept_job_keyed(
+    p_actor => %(actor)s::text, p_answer_status => %(answer_status)s::integer,
+    p_event_type => %(event_type)s::text, p_fingerprint => %(fingerprint)s::text,
+    p_job_id => %(job_id)s::uuid, p_key => %(key)s::text,
+    p_lease_seconds => %(lease_seconds)s::integer, p_principal => %(principal)s::text,
+    p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text)
+""",
 )
 
-# The claim: the lease runs DISPATCH_LEASE_SECONDS, cut at the window's end (a lease never
-# outlives the window: jobs_lease_within_window).
-# What a claim writes, by an accept or by the business's assign (dispatch.choice.sql).
-CLAIM_SET: LiteralString = """
-       SET status = 'assigned',
-           assignee_id = %(worker_id)s,
-           before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
-           lease_expires_at = least(now() + make_interval(secs => %(lease_seconds)s), window_end),
-           version = version + 1,
-           updated_at = now()"""
-
-# First come's hot path: Postgres keeps its plan (dispatch.outbox.sql.kept_planned).
-ACCEPT_JOB = kept_planned(
-    "dispatch_accept_job",
-    with_event(f"""
-    UPDATE jobs AS j{CLAIM_SET}
-     WHERE j.id = %(job_id)s
-       AND {_ACCEPT_WHERE}
-    RETURNING j.*, dispatch_job_json(j) AS document
-"""),
-    {
-        "job_id": "uuid",
-        "worker_id": "text",
-        "version": "integer",
-        "lease_seconds": "integer",
-        "event_type": "text",
-        "actor": "text",
-        "principal": "text",
-        "key": "text",
-        "fingerprint": "text",
-        "answer_status": "integer",
-    },
-)
-
-# The changes that run as functions: dispatch.migrations.apply writes them.
-KEPT_PLANNED: tuple[PlannedChange, ...] = (ACCEPT_JOB,)
-
-# Only on the failure path: one read of the job's state and of every condition by name.
-ACCEPT_FAILURE_FACTS: LiteralString = f"""
+# Only on the failure path: one read of the job's state and of each cause of may_accept, by
+# name, from dispatch_holding; rules.accept_refusal names the cause.
+ACCEPT_FAILURE_FACTS: LiteralString = """
 SELECT j.status, j.assignee_id,
-       {_ACCEPT_FACTS}
-  FROM jobs j WHERE j.id = %(job_id)s
+       h.first_come, h.not_blocked, h.claimable, h.window_open, h.at_version,
+       h.has_skills, h.rated_enough, h.worker_free
+  FROM jobs j
+ CROSS JOIN LATERAL dispatch_holding(j, %(worker_id)s, %(version)s::integer) h
+ WHERE j.id = %(job_id)s
 """
 
 JOB_BY_ID = "SELECT dispatch_job_json(j) AS document FROM jobs j WHERE j.id = %(job_id)s"

@@ -2,8 +2,6 @@
 
 from typing import LiteralString
 
-from dispatch.jobs.sql import LIVE
-
 # The job, if it is still open in this round.
 OPEN_JOB: LiteralString = """
 SELECT dispatch_job_json(j) AS document FROM jobs j
@@ -24,21 +22,20 @@ RETURNING wave
 """
 
 # Who may be offered the job in this round, from the candidates (nearest first, from Redis,
-# in the CTE `candidate`): every skill, the rating the job asks for (none: below any), no
-# live job, never offered or declined this job, and not whoever held the job just before it
-# opened (whose lease ran out, or who released it), read from the previous event. One rule
-# for every policy (dispatch.offers.policy).
-QUALIFIED: LiteralString = f"""
+# in the CTE `candidate`): whoever may hold it (dispatch_holding's may_hold, migration 0049:
+# every skill, the rating the job asks for, not blocked, no live job), never offered or
+# declined this job, and not whoever held the job just before it opened (whose lease ran out,
+# or who released it), read from the previous event. One rule for every policy
+# (dispatch.offers.policy).
+QUALIFIED: LiteralString = """
       FROM candidate c
+      JOIN jobs j ON j.id = %(job_id)s
       LEFT JOIN workers w ON w.id = c.worker_id
-     WHERE coalesce(w.skills, '{{}}') @> %(skills)s::text[]
-       AND (%(min_rating)s::numeric IS NULL OR w.rating >= %(min_rating)s::numeric)
+     CROSS JOIN LATERAL dispatch_holding(j, c.worker_id) h
+     WHERE h.may_hold
        AND c.worker_id IS DISTINCT FROM
            (SELECT e.data ->> 'assignee_id' FROM job_events e
              WHERE e.job_id = %(job_id)s AND e.version = %(version)s - 1)
-       AND NOT EXISTS (SELECT 1 FROM jobs live
-                        WHERE live.assignee_id = c.worker_id
-                          AND live.status IN {LIVE})
        AND NOT EXISTS (SELECT 1 FROM job_offers o
                         WHERE o.job_id = %(job_id)s AND o.worker_id = c.worker_id)
        AND NOT EXISTS (SELECT 1 FROM job_declines d

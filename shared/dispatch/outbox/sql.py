@@ -8,8 +8,6 @@ committed, and `job_events_one_per_change` (unique job_id, version) makes a seco
 the same change impossible.
 """
 
-import hashlib
-import re
 from dataclasses import dataclass
 from typing import LiteralString
 
@@ -47,66 +45,6 @@ answered AS (
 SELECT * FROM answers
 """
     return Change(head + tail, head + keyed + tail)
-
-
-# -- a change whose plan Postgres keeps ------------------------------------------------------
-# A statement sent as text is parsed and planned on every call: for the accept that is about
-# two thirds of the database's work. Prepared statements would keep the plan, but RDS Proxy pins
-# a client's connection to its server for as long as one exists. A plpgsql function keeps the
-# plans of its statements per server connection instead, and a call is a plain statement. So
-# the hot path's change runs as a function made of the very same statement; the database has
-# it from dispatch.migrations.apply, which writes it from this code on every apply (replaced
-# only when its text changed), the way it writes the application role's settings.
-
-ANSWER_COLUMNS: LiteralString = "document json, answer text"
-_PARAMETER = re.compile(r"%\((\w+)\)s")
-
-
-@dataclass(frozen=True)
-class Function:
-    name: str
-    definition: str
-
-    @property
-    def checksum(self) -> str:
-        return hashlib.sha256(self.definition.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class PlannedChange(Change):
-    """A Change whose `plain` and `keyed` call the functions in `functions`, which run the
-    same two statements and answer their `document` and `answer`."""
-
-    functions: tuple[Function, ...] = ()
-
-
-def kept_planned(name: str, change: Change, types: dict[str, str]) -> PlannedChange:
-    """`change` as two functions, `name` (plain) and `name`_keyed; `types` gives each of its
-    parameters its SQL type (a missing one is a KeyError, not a guess)."""
-    functions: list[Function] = []
-    calls: list[LiteralString] = []
-    for function_name, statement in ((name, change.plain), (f"{name}_keyed", change.keyed)):
-        parameters = sorted(set(_PARAMETER.findall(statement)))
-        body = _PARAMETER.sub(lambda m: f"p_{m.group(1)}", statement).replace(
-            "SELECT * FROM answers", "SELECT answers.document, answers.answer FROM answers"
-        )
-        signature = ", ".join(f"p_{p} {types[p]}" for p in parameters)
-        functions.append(
-            Function(
-                function_name,
-                f"""CREATE FUNCTION {function_name}({signature})
-    RETURNS TABLE ({ANSWER_COLUMNS}) LANGUAGE plpgsql AS $planned$
-#variable_conflict use_column
-BEGIN
-  RETURN QUERY {body.strip()};
-END
-$planned$""",
-            )
-        )
-        arguments = ", ".join(f"p_{p} => %({p})s::{types[p]}" for p in parameters)
-        # Built from the literals above alone (no input is ever part of the text).
-        calls.append(f"SELECT * FROM {function_name}({arguments})")
-    return PlannedChange(calls[0], calls[1], tuple(functions))
 
 
 # -- delivery -------------------------------------------------------------------------------
