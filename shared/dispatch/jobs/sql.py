@@ -22,7 +22,8 @@ CREATE_JOB = with_event("""
 # The job's statuses as sets, each written once for every statement here and in the other
 # packages (tests/integration/test_one_source.py holds them to models.JobStatus, to
 # LIVE_STATUSES, FINISHED_STATUSES and TAKEN_STATUSES, and to the indexes and checks of the
-# migrations).
+# migrations; tests/integration/test_who_may_hold.py holds dispatch_holding's "worker_free" to
+# LIVE).
 LIVE: LiteralString = "('assigned', 'in_progress')"  # a worker holds the job
 FINISHED: LiteralString = "('completed', 'cancelled', 'expired')"  # nothing moves it any more
 UNFINISHED: LiteralString = "('open', 'assigned', 'in_progress')"
@@ -250,7 +251,8 @@ EXPIRE_ENDED = with_event("""
 
 
 # Open jobs within %(radius_m)s of a point that the worker qualifies for, nearest first:
-# dispatch_nearby (migration 0013) walks the nearest-neighbour index of open jobs and stops
+# dispatch_nearby (migrations 0013, 0049: the filter is dispatch_holding's may_see) walks the
+# nearest-neighbour index of open jobs and stops
 # once it has proved its answer. One statement, exact in great-circle metres, no extension.
 NEARBY_JOBS = """
 SELECT document, distance_m
