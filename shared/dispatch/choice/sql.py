@@ -46,9 +46,9 @@ SELECT j.status, j.assignee_id,
 
 # Apply: while dispatch_holding's may_apply holds (a business's choice, open, in its window,
 # qualified, not blocked: job_applications_not_from_blocked refuses the rest), one application
-# per worker and job (the primary key), taken up again after a
-# withdrawal; a repeat while it stands changes nothing and answers the standing application,
-# as long as the worker may still apply (blocked since, or the job no longer open: refused).
+# per worker and job (the primary key), taken up again after a withdrawal; a repeat while it
+# stands changes nothing and answers the standing application, as long as the worker may still
+# apply (blocked since, or the job no longer open: refused).
 # The application and its event commit together.
 APPLY: LiteralString = """
 WITH job AS (
