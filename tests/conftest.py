@@ -169,26 +169,17 @@ def empty_the_tables(connection: db.Connection) -> None:
     left dangling). DELETE, not TRUNCATE: a test leaves a handful of rows, and TRUNCATE made new
     files for every table and index, 0.2-0.4 s a test. A lock left held by an earlier test (a
     thread still in a transaction) fails this test at once, naming the holders, instead of
-    hanging it until the suite's timeout."""
+    hanging it until the suite's timeout. A local stack's duties (its sweeper, its relay) change
+    rows of its database while an end-to-end test empties it: when the two deadlock, Postgres
+    cancels one side, and the emptying is tried again."""
     try:
-        with connection.transaction():
-            connection.execute("SET LOCAL lock_timeout = '20s'")
-            connection.execute("SET LOCAL session_replication_role = replica")
-            tables = connection.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-                " AND NOT tablename = ANY(%s) ORDER BY tablename",
-                [list(KEPT_TABLES)],
-            ).fetchall()
-            for table in tables:
-                connection.execute(
-                    psycopg.sql.SQL("DELETE FROM {}").format(
-                        psycopg.sql.Identifier(table["tablename"])
-                    )
-                )
-            connection.execute(
-                "UPDATE offer_answers_folded"
-                " SET last_offer_id = NULL, last_offer_at = NULL, folded_at = NULL"
-            )
+        for attempt in range(5):
+            try:
+                _delete_every_row(connection)
+                return
+            except psycopg.errors.DeadlockDetected:
+                if attempt == 4:
+                    raise
     except psycopg.errors.LockNotAvailable:
         holders = connection.execute(
             """SELECT pid, application_name, state, xact_start, left(query, 200) AS query
@@ -197,6 +188,25 @@ def empty_the_tables(connection: db.Connection) -> None:
                   AND xact_start IS NOT NULL"""
         ).fetchall()
         raise AssertionError(f"the tables are held by an earlier test: {holders}") from None
+
+
+def _delete_every_row(connection: db.Connection) -> None:
+    with connection.transaction():
+        connection.execute("SET LOCAL lock_timeout = '20s'")
+        connection.execute("SET LOCAL session_replication_role = replica")
+        tables = connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            " AND NOT tablename = ANY(%s) ORDER BY tablename",
+            [list(KEPT_TABLES)],
+        ).fetchall()
+        for table in tables:
+            connection.execute(
+                psycopg.sql.SQL("DELETE FROM {}").format(psycopg.sql.Identifier(table["tablename"]))
+            )
+        connection.execute(
+            "UPDATE offer_answers_folded"
+            " SET last_offer_id = NULL, last_offer_at = NULL, folded_at = NULL"
+        )
 
 
 @pytest.fixture
