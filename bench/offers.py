@@ -159,7 +159,7 @@ def measure(url: str, jobs: int, seed: int) -> tuple[dict[str, list[int]], dict[
                 request = waves.WaveRequest(job_id=job.id, version=1, wave=1)
                 for wave in (request, request.next()):
                     began = time.perf_counter_ns()
-                    report = waves.run_wave(conn, wave, lambda *_: None, lambda _: None)
+                    report = waves.run_wave(conn, wave, lambda *_: None)
                     spent = time.perf_counter_ns() - began
                     if n >= 5:
                         latencies[policy].append(spent)

@@ -1,6 +1,7 @@
 """How the relay cuts its messages into SendMessageBatch calls."""
 
 import uuid
+from datetime import UTC, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,7 +10,14 @@ from dispatch.outbox.relay import Message, batches
 
 
 def message(job: int, version: int) -> Message:
-    return Message(id=uuid.uuid4(), job_id=uuid.UUID(int=job), version=version, body="{}")
+    return Message(
+        id=uuid.uuid4(),
+        job_id=uuid.UUID(int=job),
+        version=version,
+        offer=False,
+        occurred_at=datetime.now(UTC),
+        body="{}",
+    )
 
 
 @given(st.lists(st.integers(min_value=0, max_value=5), max_size=60))
