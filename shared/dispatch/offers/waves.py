@@ -11,8 +11,8 @@ the bus the way every event does, dispatch.outbox), and schedules the next wave.
 last wave a final check tells the business `job.unfilled` if nobody took it.
 
 A wave stops as soon as the job is no longer open at the round's version. Every step is safe
-to repeat: a redelivered wave message finds its `offer_waves` row and only re-schedules the
-next wave (an event whose relay failed is the outbox relay's catch-up's).
+to repeat: a redelivered wave message finds its `offer_waves` row and only relays what is
+still unrelayed and re-schedules the next wave.
 """
 
 from collections.abc import Callable, Sequence
@@ -188,8 +188,8 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule) -> Wave
                 offered = policy.make_offers(conn, choice)
             else:
                 offered = len(conn.execute(MAKE_OFFERS, choice).fetchall())
-    if offered:
-        relay.after_commit(conn, request.job_id)  # the offers' events, now
+    # The offers' events, now (and a redelivered wave's, whose first run died before this).
+    relay.after_commit(conn, request.job_id)
     if job is not None:
         schedule(request.next(), settings().offer_wave_interval_seconds)
     count("OffersMade", offered)
@@ -247,5 +247,5 @@ def _final_check(conn: Connection, request: WaveRequest, waves: int) -> WaveRepo
             unfilled = conn.execute(UNFILLED, {**params, "waves": waves}).rowcount == 1
     if unfilled:
         count("JobsUnfilled")
-        relay.after_commit(conn, request.job_id)  # its job.unfilled, now
+    relay.after_commit(conn, request.job_id)  # its job.unfilled, now (or a redelivery's)
     return WaveReport(0, False, unfilled)
