@@ -7,7 +7,8 @@ the centre (a Gaussian, sd 2.5 km), each with a record of about twenty recent of
 accept, declines and silence per past job, a few leases that ran out), as the product writes
 them. Then, for each of `--jobs` places, a new job is posted for each policy in turn and its
 first two waves run (`waves.run_wave`: the positions from Redis, the choice, the offers and
-their events written, the events handed on): the wave's whole cost, which is what a job pays.
+their events written and relayed after the commit, when an outbox queue is configured): the
+wave's whole cost, which is what a job pays.
 The figure is the mean and p50 per job of `likely` over `nearest`, measured in the same run
 on the same data, interleaved (the issue asks at most 1.5x). Before the waves, the sweeper's
 fit of the market's curve runs once on that record (timed: it is the sweeper's cost every ten
