@@ -142,18 +142,26 @@ def after_commit(conn: Connection, job_id: UUID) -> None:
 
 
 def batches(messages: list[Message], size: int = 10) -> Iterable[list[Message]]:
-    """SendMessageBatch takes ten; one event per job per call keeps a job's order on failure."""
+    """SendMessageBatch takes ten; one version per job per call keeps a job's order on
+    failure (a version's events, a wave's offers, go together: the publisher puts every
+    event of a version the first message of it names, so their order among themselves on the
+    queue changes nothing). `messages` in their order (Message.order)."""
     pending = list(messages)
     while pending:
         batch: list[Message] = []
-        jobs: set[UUID] = set()
+        versions: dict[UUID, int] = {}
+        waiting: set[UUID] = set()  # jobs with an event left for a later call: the rest wait too
         rest: list[Message] = []
         for event in pending:
-            if len(batch) < size and event.job_id not in jobs:
+            if (
+                event.job_id not in waiting
+                and len(batch) < size
+                and versions.setdefault(event.job_id, event.version) == event.version
+            ):
                 batch.append(event)
-                jobs.add(event.job_id)
             else:
                 rest.append(event)
+                waiting.add(event.job_id)
         yield batch
         pending = rest
 
