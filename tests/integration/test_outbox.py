@@ -4,6 +4,7 @@ committed event reaches the bus once per consumer effect, in version order per j
 import json
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -476,3 +477,45 @@ def test_a_catch_up_pass_claims_the_oldest_of_both_tables_a_batch_at_most(
         ["job.created", "job.created", "job.unfilled"],
         ["job.unfilled"],
     ]
+
+
+def test_the_publisher_puts_ten_to_a_call_and_a_failure_leaves_the_rest_for_the_retry(
+    conn: db.Connection,
+) -> None:
+    """A job and a crowd of applications: the publisher puts them ten to a PutEvents call, in the
+    job's order, and marks each call's events once it went through; a call that fails stops
+    the job there, and the retry (the message again) puts what is left, in order."""
+    from dispatch.events import Event
+    from dispatch.outbox import publisher
+
+    build_backlog(conn, 1)
+    (job,) = conn.execute("SELECT job_id, occurred_at FROM job_events").fetchall()
+    conn.execute(
+        """INSERT INTO offer_events (job_id, type, version, actor, occurred_at, data)
+           SELECT %(job)s, 'application.created', 1, 'w-' || n, at,
+                  jsonb_build_object('job_id', %(job)s, 'worker_id', 'w-' || n,
+                                     'applied_at', dispatch_time(at), 'note', NULL)
+             FROM generate_series(1, 14) n,
+                  LATERAL (SELECT %(at)s::timestamptz + n * interval '1 ms' AS at) t""",
+        {"job": job["job_id"], "at": job["occurred_at"]},
+    )
+    calls: list[list[Event]] = []
+
+    def second_call_fails(events: Sequence[Event]) -> None:
+        calls.append(list(events))
+        if len(calls) == 2:
+            raise publisher.PublishFailed("the bus said no")
+
+    with pytest.raises(publisher.PublishFailed):
+        publisher.publish_up_to(conn, job["job_id"], 1, second_call_fails)
+    first = [e.type for e in calls[0]]
+    assert first == ["job.created"] + ["application.created"] * 9
+    left = conn.execute(
+        "SELECT count(*) AS n FROM offer_events WHERE published_at IS NULL"
+    ).fetchone()
+    assert left == {"n": 5}
+
+    put: list[Event] = []
+    assert len(publisher.publish_up_to(conn, job["job_id"], 1, put.extend)) == 5
+    assert [e.data["worker_id"] for e in put] == [f"w-{n}" for n in range(10, 15)]
+    assert publisher.publish_up_to(conn, job["job_id"], 1, put.extend) == []  # once
