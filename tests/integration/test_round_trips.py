@@ -23,9 +23,11 @@ def test_accept_happy_path_is_one_round_trip(api: Api) -> None:
     (function,) = (f for f in ACCEPT_JOB.functions if f.name == "dispatch_accept_job_keyed")
     for part in ("UPDATE jobs", "INSERT INTO job_events", "INSERT INTO idempotency_keys"):
         assert part in function.definition, part
-    # The outbox relay runs only after the commit: claim the new event, (send), mark it sent.
-    assert [s.split()[0].upper() for s in wire.after_commit] == ["WITH", "UPDATE"]
+    # The outbox relay runs only after the commit: claim the new event, (send), mark it sent
+    # (each statement over both tables of the outbox, job_events and offer_events).
+    assert [s.split()[0].upper() for s in wire.after_commit] == ["WITH", "WITH"]
     assert "relay_claimed_until" in wire.after_commit[0]
+    assert "relayed_at = CASE" in wire.after_commit[1]
 
 
 def test_losing_costs_more_but_stays_small(api: Api) -> None:
