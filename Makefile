@@ -6,7 +6,7 @@ PORT ?= 3000
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: help browser dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-retention bench-history evaluate-policy template-lint checkov package clean
+.PHONY: help browser checks dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-retention bench-history evaluate-policy template-lint checkov package clean
 
 ## List every target with what it is for (each target's `## ` line in this Makefile).
 help:
@@ -52,8 +52,14 @@ dev: $(LOCAL_STAMP)
 	PORT=$(PORT) $(BIN)/dispatch dev --port $(PORT)
 
 ## Lint, type-check, template lint and security scan, and the whole test suite.
-test: $(STAMP) lint typecheck template-lint checkov browser
+# The checks run side by side (checkov's first install waits on the network, mypy and cfn-lint
+# on the processor), each one's output kept together; the suite runs once all have passed.
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target checks
 	$(BIN)/pytest
+
+## The checks of make test without the suite: ruff, mypy, template lint, checkov, Chromium.
+checks: lint typecheck template-lint checkov browser
 
 ## The second tier: integration and end-to-end tests through PgBouncer and a Redis Cluster.
 # The parts AWS puts in front: the integration and end-to-end tests again, through PgBouncer in

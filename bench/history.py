@@ -58,7 +58,8 @@ EXCLUDED = {
     "dispatch.offers.sql.CANDIDATES": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
     "dispatch.offers.sql.OFFER_ANSWER": "a fragment of FOLD_ANSWERS, LIKELY_CANDIDATES (timed)",
     "dispatch.offers.sql.CURVE": "a fragment of FOLD_ANSWERS and LIKELY_CANDIDATES (timed)",
-    "dispatch.outbox.sql.MESSAGE": "a fragment (the relay's message columns)",
+    "dispatch.outbox.sql.JOB_MESSAGE": "a fragment (the relay's message columns, job_events)",
+    "dispatch.outbox.sql.OFFER_MESSAGE": "a fragment (the relay's message columns, offer_events)",
     "dispatch.ops.sql.LIVE": "the jobs module's fragment, imported",
     "dispatch.ops.sql.FINISHED": "the jobs module's fragment, imported",
     "dispatch.ops.sql.UNFINISHED": "the jobs module's fragment, imported",
@@ -231,7 +232,6 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "job_id": f["due"]["id"], "version": f["due"]["version"],
         "actor": "system:choice-deadline",
     },
-    "dispatch.choice.sql.JOBS_WITH_STALE_EVENTS": lambda f: {"stale_s": 30, "batch_size": 100},
     "dispatch.offers.sql.OPEN_JOB": lambda f: {
         "job_id": f["open"]["id"], "version": f["open"]["version"],
     },
@@ -280,8 +280,6 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "dispatch.offers.sql.RECORD_RESUMED": lambda f: {
         "job_ids": [f["open"]["id"]], "versions": [f["open"]["version"]], "waves": [1],
     },
-    "dispatch.offers.sql.PENDING_EVENTS": lambda f: {"job_id": f["due"]["id"]},
-    "dispatch.offers.sql.MARK_PUBLISHED": lambda f: {"ids": f["unpublished_offer_events"]},
     "dispatch.offers.sql.OFFERS_OF_WORKER": lambda f: {"worker_id": WORKER, "limit": 100},
     "dispatch.offers.sql.DECLINE": lambda f: {"job_id": f["open"]["id"], "worker_id": WORKER},
     "dispatch.offers.sql.WAVE_ALL_DECLINED": lambda f: {"job_id": f["open"]["id"]},
@@ -296,7 +294,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "dispatch.outbox.sql.UNPUBLISHED_UP_TO": lambda f: {
         "job_id": f["working"]["id"], "version": f["working"]["version"],
     },
-    "dispatch.outbox.sql.MARK_PUBLISHED": lambda f: {"id": f["event"]["id"]},
+    "dispatch.outbox.sql.MARK_PUBLISHED": lambda f: {
+        "ids": [f["event"]["id"], *f["unpublished_offer_events"]],
+    },
     "dispatch.outbox.sql.RELAY_LAG": lambda f: {},
     "dispatch.push.sql.CONNECT": lambda f: {
         "connection_id": "conn-new", "caller_id": WORKER, "roles": ["worker"],

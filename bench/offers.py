@@ -7,7 +7,8 @@ the centre (a Gaussian, sd 2.5 km), each with a record of about twenty recent of
 accept, declines and silence per past job, a few leases that ran out), as the product writes
 them. Then, for each of `--jobs` places, a new job is posted for each policy in turn and its
 first two waves run (`waves.run_wave`: the positions from Redis, the choice, the offers and
-their events written, the events handed on): the wave's whole cost, which is what a job pays.
+their events written and relayed after the commit, when an outbox queue is configured): the
+wave's whole cost, which is what a job pays.
 The figure is the mean and p50 per job of `likely` over `nearest`, measured in the same run
 on the same data, interleaved (the issue asks at most 1.5x). Before the waves, the sweeper's
 fit of the market's curve runs once on that record (timed: it is the sweeper's cost every ten
@@ -159,7 +160,7 @@ def measure(url: str, jobs: int, seed: int) -> tuple[dict[str, list[int]], dict[
                 request = waves.WaveRequest(job_id=job.id, version=1, wave=1)
                 for wave in (request, request.next()):
                     began = time.perf_counter_ns()
-                    report = waves.run_wave(conn, wave, lambda *_: None, lambda _: None)
+                    report = waves.run_wave(conn, wave, lambda *_: None)
                     spent = time.perf_counter_ns() - began
                     if n >= 5:
                         latencies[policy].append(spent)

@@ -28,7 +28,7 @@ from bench.common import Timing, bench_database, timing
 from dispatch import db
 from dispatch.config import settings
 from dispatch.outbox import relay
-from dispatch.outbox.sql import MESSAGE
+from dispatch.outbox.sql import JOB_MESSAGE
 from dispatch_local import environment_restored
 from dispatch_local.services import app_url
 
@@ -49,7 +49,7 @@ SETUP = [
 
 # The same message, serialised the same way: only the claiming differs.
 NAIVE_NEXT = f"""
-SELECT {MESSAGE} FROM job_events
+SELECT {JOB_MESSAGE} FROM job_events
  WHERE published_at IS NULL AND relayed_at IS NULL ORDER BY occurred_at LIMIT 1
 """
 NAIVE_MARK = "UPDATE job_events SET relayed_at = now() WHERE id = %s"

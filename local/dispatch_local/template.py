@@ -3,6 +3,7 @@
 The template is the one list of routes; the local stack and the tests read it from here.
 """
 
+import copy
 import importlib.util
 import re
 from collections.abc import Callable, Iterator
@@ -19,7 +20,12 @@ from dispatch_local import REPO_ROOT
 TEMPLATE = REPO_ROOT / "template.yaml"
 
 
-class _CfnLoader(yaml.SafeLoader):
+# libyaml's parser where PyYAML has it (its wheels do): the pure-Python one took most of a
+# second over template.yaml on a loaded machine, and the tests read routes for every test.
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _CfnLoader(_SafeLoader):  # type: ignore[valid-type,misc]
     """Reads CloudFormation short-form tags (!Ref, !Sub, ...) as plain values."""
 
 
@@ -35,6 +41,14 @@ _CfnLoader.add_multi_constructor("!", _any_tag)
 
 
 def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+    """The template as data: parsed once per version of the file, a copy of its own to each
+    caller (one may change what it was given)."""
+    stat = path.stat()
+    return copy.deepcopy(_parsed(path, stat.st_mtime_ns, stat.st_size))
+
+
+@cache
+def _parsed(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
     with path.open() as file:
         template: dict[str, Any] = yaml.load(file, Loader=_CfnLoader)
     return template

@@ -40,7 +40,9 @@ def dispatch(home: Path, *args: str, stdin: str | None = None) -> subprocess.Com
         text=True,
         timeout=120,
         cwd=REPO_ROOT,
-        env={**environment, "DISPATCH_HOME": str(home)},
+        # The relay's run: one pass, not the 55 s of polling its template gives it in AWS
+        # (a variable set where it runs wins over the template's, as `dispatch invoke` says).
+        env={**environment, "DISPATCH_HOME": str(home), "DISPATCH_RELAY_POLL_SECONDS": "0"},
     )
 
 

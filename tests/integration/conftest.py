@@ -15,7 +15,9 @@ from botocore.exceptions import ClientError
 from dispatch import db
 from dispatch.config import settings
 from dispatch.events import Event
+from dispatch.jobs.models import JobEventType
 from dispatch.offers import waves as offer_waves
+from dispatch.outbox import publisher
 from dispatch_local.embedded import outbox_dlq_name
 from tests.conftest import create_database
 from tests.support import on_the_queue
@@ -24,6 +26,8 @@ from tests.support import on_the_queue
 # a statement that reads all of history shows it here, not in production.
 HISTORY_JOBS_PER_DAY = 1_000
 HISTORY_DAYS = (1, 6)
+
+JOB_EVENT_TYPES = frozenset(t.value for t in JobEventType)
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +93,8 @@ def emptied(sqs: Any, url: str) -> None:
 
 
 class Waves:
-    """Stands in for the offer queue and the bus: what was scheduled, what was put."""
+    """Stands in for the offer queue and the bus: what was scheduled, and the round's events
+    (offer_events') the outbox publisher put on the bus after each wave, in its order."""
 
     def __init__(self) -> None:
         self.scheduled: list[tuple[offer_waves.WaveRequest, int]] = []
@@ -99,10 +104,14 @@ class Waves:
         self.scheduled.append((request, delay_seconds))
 
     def put_all(self, events: Sequence[Event]) -> None:
-        self.put.extend(events)
+        self.put.extend(e for e in events if e.type not in JOB_EVENT_TYPES)
 
     def run(self, conn: db.Connection, request: offer_waves.WaveRequest) -> offer_waves.WaveReport:
-        return offer_waves.run_wave(conn, request, self.schedule, self.put_all)
+        report = offer_waves.run_wave(conn, request, self.schedule)
+        # What the publisher does with the message the wave's relay sent (the job's own
+        # earlier events first: they are before the round's in the job's order).
+        publisher.publish_up_to(conn, request.job_id, request.version, self.put_all)
+        return report
 
     def offered(self) -> list[str]:
         return [e.data["worker_id"] for e in self.put if e.type == "offer.created"]

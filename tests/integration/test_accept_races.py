@@ -13,6 +13,7 @@ from dispatch import db, idempotency
 from dispatch.errors import DispatchError
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob
+from tests.conftest import empty_the_tables
 from tests.support import in_parallel, job_body
 
 T = TypeVar("T")
@@ -44,7 +45,7 @@ def accept_call(job_id: UUID, worker_id: str) -> Callable[[db.Connection], int]:
 
 
 def setup(conn: db.Connection, jobs: int, workers: list[str]) -> list[UUID]:
-    conn.execute("TRUNCATE jobs, job_events, idempotency_keys, workers CASCADE")
+    empty_the_tables(conn)
     for w in workers:
         conn.execute("INSERT INTO workers (id, skills) VALUES (%s, '{wash}')", (w,))
     spec = CreateJob.model_validate(job_body(["wash"]))

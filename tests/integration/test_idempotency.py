@@ -12,6 +12,7 @@ from dispatch import db, idempotency
 from dispatch.errors import Code, DispatchError
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob, Job
+from tests.conftest import empty_the_tables
 from tests.integration.test_accept_races import together
 from tests.support import BUSINESS, Api, job_body, make_job, make_worker, worker
 
@@ -107,7 +108,7 @@ def test_concurrent_duplicates_run_once_and_answer_alike(
     conn: db.Connection, database_url: str
 ) -> None:
     for _ in range(20):
-        conn.execute("TRUNCATE jobs, job_events, idempotency_keys CASCADE")
+        empty_the_tables(conn)
         request = create_request(str(uuid.uuid4()))
         answers = together(
             [lambda c, r=request: idempotency.execute(c, r, create, 201) for _ in range(4)],

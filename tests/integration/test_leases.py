@@ -12,6 +12,7 @@ from dispatch.errors import Code, DispatchError
 from dispatch.jobs import commands
 from dispatch.jobs.models import CreateJob, TransitionEvent
 from dispatch.sweeper import sweep
+from tests.conftest import empty_the_tables
 from tests.integration.test_accept_races import together
 from tests.support import Api, job_body, make_worker, walk_to, worker
 
@@ -98,7 +99,7 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def expired_jobs(conn: db.Connection, count: int) -> list[Any]:
     """`count` assigned jobs, each held by its own worker, all with their lease run out."""
-    conn.execute("TRUNCATE jobs, job_events, idempotency_keys, workers, photos CASCADE")
+    empty_the_tables(conn)
     spec = CreateJob.model_validate({**job_body(), "skills": []})  # anyone may take it
     ids = []
     for n in range(count):

@@ -16,6 +16,7 @@ from dispatch import db
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS, Actor
 from dispatch.jobs.models import JobStatus, Photo, TransitionEvent
 from dispatch.sweeper import sweep
+from tests.conftest import empty_the_tables
 from tests.support import BUSINESS, Api, Who, job_body, upload_photo, worker
 
 WORKERS = [worker(n) for n in range(3)]
@@ -55,9 +56,7 @@ class JobLives(RuleBasedStateMachine):
     def __init__(self, api: Api, conn: db.Connection) -> None:
         super().__init__()
         self.api, self.conn = api, conn
-        conn.execute(
-            "TRUNCATE jobs, job_events, idempotency_keys, workers, photos, worker_records CASCADE"
-        )
+        empty_the_tables(conn)
         for who in WORKERS:
             assert api.call("PUT", "/workers/me", who, {"skills": ["wash"]}).status == 200
         self.model: dict[str, Modelled] = {}

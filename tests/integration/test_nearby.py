@@ -14,6 +14,7 @@ from dispatch.db import Connection
 from dispatch.jobs import commands, queries
 from dispatch.jobs.models import CreateJob, Location
 from dispatch_local.wire import traced
+from tests.conftest import empty_the_tables
 from tests.support import EARTH_M, Api, destination, job_body, make_worker, walk_to, worker
 
 WASHER = worker("washer")
@@ -191,7 +192,7 @@ def test_same_answer_as_brute_force(
 ) -> None:
     """Whatever the place and however crowded: exactly what brute force says, nearest first,
     with a limit too (the walk settles early, or the cap is searched whole)."""
-    conn.execute("TRUNCATE jobs, job_events CASCADE")
+    empty_the_tables(conn)
     # Distances from 0.1 to 2 radii, none within 0.5% of the edge (where the last bits of two
     # floating-point computations could disagree), and a crowd scattered inside.
     factors = [0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.99, 0.995, 1.005, 1.01, 1.05, 1.2, 1.5, 2.0]

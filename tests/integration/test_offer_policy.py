@@ -16,6 +16,7 @@ from dispatch.config import settings
 from dispatch.jobs import commands
 from dispatch.offers import inbox, market
 from dispatch.workers import locations
+from tests.conftest import empty_the_tables
 from tests.integration.conftest import Waves
 from tests.integration.test_offers import first_wave, open_job, place
 
@@ -45,7 +46,7 @@ def test_nearest_makes_exactly_the_seed_choices(
     configure(DISPATCH_OFFER_WAVES="3@1500,4@3000")
     rng = random.Random(24)
     for town in range(20):
-        conn.execute("TRUNCATE workers, jobs, job_offers, job_declines, offer_waves CASCADE")
+        empty_the_tables(conn)
         cache.delete(*locations.position_keys())
         workers = []
         for n in range(rng.randrange(3, 15)):

@@ -249,7 +249,7 @@ def test_a_wave_stops_the_moment_the_job_is_taken(
         outcomes.add(len(offered))
         hold_back_s = max(0.0, hold_back_s + (0.003 if not offered else -0.003))
         # The round is over: the next wave and the final check do nothing.
-        assert waves.run(conn, request.next()) == offer_waves.WaveReport(0, 0, scheduled=False)
+        assert waves.run(conn, request.next()) == offer_waves.WaveReport(0, scheduled=False)
         final = request.model_copy(update={"wave": 4})
         assert not waves.run(conn, final).unfilled
     assert outcomes == {0, 3}, "the race never went both ways"
@@ -314,7 +314,8 @@ def test_a_new_job_reaches_a_nearby_worker_through_the_queues(
     api: Api, conn: db.Connection, cache: redis.Redis, queues: dict[str, str], configure: Any
 ) -> None:
     """The whole path on the AWS stand-in: the writer relays job.created, the publisher puts
-    it on the bus and schedules wave 1, the wave function offers and schedules wave 2 with the
+    it on the bus and schedules wave 1, the wave function offers (relaying its offer.created to
+    the same outbox queue, whose publisher puts it on the bus) and schedules wave 2 with the
     configured delay."""
     configure(DISPATCH_OFFER_WAVE_INTERVAL_SECONDS=str(WAVE_GAP_SECONDS))
     make_worker(api, worker(1))
@@ -323,6 +324,7 @@ def test_a_new_job_reaches_a_nearby_worker_through_the_queues(
     job = make_job(api)
     drain(queues["outbox"])
     drain(queues["offers"], wave_consumer)
+    drain(queues["outbox"])
 
     bus = on_the_bus(queues["tap"])
     assert [e["detail-type"] for e in bus] == ["job.created", "offer.created"]

@@ -4,6 +4,7 @@ committed event reaches the bus once per consumer effect, in version order per j
 import json
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -377,3 +378,144 @@ def test_a_write_relays_its_own_events_only_and_the_catch_up_drains_the_backlog(
 def on_the_bus_after(queues: dict[str, str]) -> list[dict[str, Any]]:
     drain(queues["outbox"])
     return on_the_bus(queues["tap"])
+
+
+# -- offer events: the same outbox (issue 36, point 3) ----------------------------------------
+
+
+def events_of_both_tables(conn: db.Connection) -> list[dict[str, Any]]:
+    return conn.execute(
+        "SELECT id, published_at FROM job_events"
+        " UNION ALL SELECT id, published_at FROM offer_events"
+    ).fetchall()
+
+
+def test_offer_events_travel_the_outbox_once_in_their_jobs_order(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    """Application events (offer_events) are relayed right after their commit, as a change's
+    are, and reach the bus once, through the same queue and publisher, among their job's own
+    events in one order: a version's job event, then what was written at that version."""
+    from tests.integration.test_business_choice import apply, assign, choice_job
+
+    job = choice_job(api)
+    for n in (1, 2):
+        make_worker(api, worker(n))
+        assert apply(api, job, worker(n)).status == 201
+    assert api.call("DELETE", f"/jobs/{job['id']}/applications/me", worker(2)).status == 204
+    assert assign(api, job, BUSINESS, "worker-1").status == 200
+    assert relay.catch_up(conn, relay.sqs_send) == 0  # every writer relayed its own
+    drain(queues["outbox"])
+    bus = on_the_bus(queues["tap"])
+    assert [(e["detail-type"], e["detail"]["version"]) for e in bus] == [
+        ("job.created", 1),
+        ("application.created", 1),
+        ("application.created", 1),
+        ("application.withdrawn", 1),
+        ("job.assigned", 2),
+    ]
+    ids = [e["detail"]["id"] for e in bus]
+    assert len(set(ids)) == len(ids)
+    assert {str(r["id"]) for r in events_of_both_tables(conn)} == set(ids)
+    assert all(r["published_at"] is not None for r in events_of_both_tables(conn))
+
+
+def test_offer_events_a_crash_left_after_their_commit_are_sent_by_the_catch_up(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    """The writer died between its commit and its relay (the command ran, nothing after it):
+    the relay's catch-up sends the offer events as it does job events, the publisher puts
+    them on the bus once, and a queue that then lost them costs a resend, not the events."""
+    from dispatch.choice import commands as choice
+    from tests.integration.test_business_choice import choice_job
+
+    job = choice_job(api)
+    drain(queues["outbox"])  # job.created, relayed by its writer
+    for n in (1, 2):
+        make_worker(api, worker(n))
+        choice.apply(conn, UUID(job["id"]), worker(n)[0], None)  # committed, never relayed
+    drain(queues["outbox"])
+    assert [e["detail-type"] for e in on_the_bus(queues["tap"])] == ["job.created"]
+
+    assert relay.catch_up(conn, relay.sqs_send) == 2
+    assert on_the_queue(queues["outbox"])  # sent, and lost with the queue
+    assert relay.catch_up(conn, relay.sqs_send) == 0  # sent moments ago: not yet
+    conn.execute(
+        "UPDATE offer_events SET relayed_at = relayed_at - make_interval(secs => %s)",
+        (settings().relay_resend_seconds + 1,),
+    )
+    assert relay.catch_up(conn, relay.sqs_send) == 2
+    drain(queues["outbox"])
+    bus = on_the_bus(queues["tap"])
+    assert [e["detail-type"] for e in bus] == ["application.created"] * 2
+    assert {e["detail"]["data"]["worker_id"] for e in bus} == {"worker-1", "worker-2"}
+    assert relay.catch_up(conn, relay.sqs_send) == 0
+    assert all(r["published_at"] is not None for r in events_of_both_tables(conn))
+
+
+def test_a_catch_up_pass_claims_the_oldest_of_both_tables_a_batch_at_most(
+    conn: db.Connection, configure: Any
+) -> None:
+    """One claim, one bound: a pass takes at most `relay_batch_size` events of the two tables
+    together, oldest first, and the next pass the rest."""
+    configure(DISPATCH_RELAY_BATCH_SIZE="3")
+    build_backlog(conn, 2)
+    conn.execute(
+        """INSERT INTO offer_events (job_id, type, version, occurred_at, data)
+           SELECT job_id, 'job.unfilled', 1, occurred_at + interval '1 s',
+                  '{"waves": 3, "offered": 0}' FROM job_events"""
+    )
+    conn.execute("UPDATE job_events SET occurred_at = occurred_at - interval '1 hour'")
+    passes: list[list[str]] = []
+
+    def record(messages: list[relay.Message], deadline: float) -> set[UUID]:
+        passes.append([json.loads(m.body)["type"] for m in messages])
+        return {m.id for m in messages}
+
+    assert relay.catch_up(conn, record) == 4
+    assert [sorted(p) for p in passes] == [
+        ["job.created", "job.created", "job.unfilled"],
+        ["job.unfilled"],
+    ]
+
+
+def test_the_publisher_puts_ten_to_a_call_and_a_failure_leaves_the_rest_for_the_retry(
+    conn: db.Connection,
+) -> None:
+    """A job and a crowd of applications: the publisher puts them ten to a PutEvents call, in the
+    job's order, and marks each call's events once it went through; a call that fails stops
+    the job there, and the retry (the message again) puts what is left, in order."""
+    from dispatch.events import Event
+    from dispatch.outbox import publisher
+
+    build_backlog(conn, 1)
+    (job,) = conn.execute("SELECT job_id, occurred_at FROM job_events").fetchall()
+    conn.execute(
+        """INSERT INTO offer_events (job_id, type, version, actor, occurred_at, data)
+           SELECT %(job)s, 'application.created', 1, 'w-' || n, at,
+                  jsonb_build_object('job_id', %(job)s, 'worker_id', 'w-' || n,
+                                     'applied_at', dispatch_time(at), 'note', NULL)
+             FROM generate_series(1, 14) n,
+                  LATERAL (SELECT %(at)s::timestamptz + n * interval '1 ms' AS at) t""",
+        {"job": job["job_id"], "at": job["occurred_at"]},
+    )
+    calls: list[list[Event]] = []
+
+    def second_call_fails(events: Sequence[Event]) -> None:
+        calls.append(list(events))
+        if len(calls) == 2:
+            raise publisher.PublishFailed("the bus said no")
+
+    with pytest.raises(publisher.PublishFailed):
+        publisher.publish_up_to(conn, job["job_id"], 1, second_call_fails)
+    first = [e.type for e in calls[0]]
+    assert first == ["job.created"] + ["application.created"] * 9
+    left = conn.execute(
+        "SELECT count(*) AS n FROM offer_events WHERE published_at IS NULL"
+    ).fetchone()
+    assert left == {"n": 5}
+
+    put: list[Event] = []
+    assert len(publisher.publish_up_to(conn, job["job_id"], 1, put.extend)) == 5
+    assert [e.data["worker_id"] for e in put] == [f"w-{n}" for n in range(10, 15)]
+    assert publisher.publish_up_to(conn, job["job_id"], 1, put.extend) == []  # once

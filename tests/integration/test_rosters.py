@@ -77,12 +77,7 @@ def test_a_blocked_worker_never_sees_offers_or_takes_the_businesss_jobs(
     assert [j["id"] for j in nearby["jobs"]] == [theirs["id"]]
     seen = api.call("GET", f"/jobs/nearby?lat={HERE[0]}&lng={HERE[1]}", worker(2)).body
     assert len(seen["jobs"]) == 3
-    offer_waves.run_wave(
-        conn,
-        offer_waves.WaveRequest(job_id=mine["id"], version=1, wave=1),
-        waves.schedule,
-        waves.put_all,
-    )
+    waves.run(conn, offer_waves.WaveRequest(job_id=mine["id"], version=1, wave=1))
     assert waves.offered() == ["worker-2"]
     for path, code in (
         (f"/jobs/{mine['id']}/accept", "BLOCKED_BY_BUSINESS"),

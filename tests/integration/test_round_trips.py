@@ -25,9 +25,11 @@ def test_accept_happy_path_is_one_round_trip(api: Api) -> None:
     for part in ("UPDATE jobs", "dispatch_holding", "INSERT INTO job_events"):
         assert part in function, part
     assert "INSERT INTO idempotency_keys" in function
-    # The outbox relay runs only after the commit: claim the new event, (send), mark it sent.
-    assert [s.split()[0].upper() for s in wire.after_commit] == ["WITH", "UPDATE"]
+    # The outbox relay runs only after the commit: claim the new event, (send), mark it sent
+    # (each statement over both tables of the outbox, job_events and offer_events).
+    assert [s.split()[0].upper() for s in wire.after_commit] == ["WITH", "WITH"]
     assert "relay_claimed_until" in wire.after_commit[0]
+    assert "relayed_at = CASE" in wire.after_commit[1]
 
 
 def test_losing_costs_more_but_stays_small(api: Api) -> None:

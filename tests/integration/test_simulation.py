@@ -201,6 +201,7 @@ def test_workers_arrive_with_the_ratings_of_the_worlds_past(
     well are assigned, each at the damped rating the product computes from the past (no rating
     comes during this run: they come 100 minutes after the work)."""
     city = scenario(
+        speed=60,  # what it proves is the records read, not the pace: the tiny town in 15 s
         workers__prior_ratings={"low": 0, "high": 20},
         jobs__min_rating_share=1.0,
         jobs__min_rating=4.0,
@@ -230,6 +231,7 @@ def test_workers_arrive_with_a_record_of_answered_offers(
     (job_offers_only_while_open, contiguous versions); the `likely` policy reads them, the
     relay never sends them again, and the history checker holds the run clean."""
     city = scenario(
+        speed=60,  # as above: the records read, not the pace
         workers__prior_offers={"low": 4, "high": 8},
         dispatch__offer_policy="likely",
     )

@@ -19,17 +19,20 @@ GRANTED_BY = {
     "SQSSendMessagePolicy": {"sqs:SendMessage"},
     "EventBridgePutEventsPolicy": {"events:PutEvents"},
 }
-# Which functions reach which call: writers relay their events after commit, the outbox relay
-# runs the catch-up, the transition function presigns uploads, the publisher puts and starts
-# offer rounds, the wave function puts offer events and schedules the next wave, the migrator
-# reads the application role's password.
+# Which functions reach which call: writers relay their events after commit (the offer waves,
+# the applications and the sweeper's choice deadline theirs too), the outbox relay runs the
+# catch-up, the transition function presigns uploads, the publisher puts and starts offer
+# rounds, the wave function schedules the next wave, the migrator reads the application role's
+# password.
 NEEDS = {
     "CreateJobFunction": {"sqs:SendMessage"},
     "AcceptJobFunction": {"sqs:SendMessage"},
+    "ApplicationsFunction": {"sqs:SendMessage"},
     "TransitionFunction": {"sqs:SendMessage", "s3:PutObject", "s3:GetObject"},
+    "LeaseSweeperFunction": {"sqs:SendMessage"},
     "OutboxRelayFunction": {"sqs:SendMessage"},
     "OutboxPublisherFunction": {"events:PutEvents", "sqs:SendMessage"},
-    "OfferWavesFunction": {"events:PutEvents", "sqs:SendMessage"},
+    "OfferWavesFunction": {"sqs:SendMessage"},
     "MigrateFunction": {"secretsmanager:GetSecretValue"},
     # push: the sender puts deliveries for the poster, the poster reports gone connections
     "PushSenderFunction": {"sqs:SendMessage"},
@@ -146,6 +149,18 @@ def test_every_aws_action_the_code_needs_is_granted() -> None:
         policies = template["Resources"][logical_id]["Properties"].get("Policies", [])
         granted = set().union(*(granted_by(policy) for policy in policies))
         assert needed <= granted, f"{logical_id} needs {sorted(needed - granted)}"
+
+
+def test_only_the_outbox_publisher_puts_on_the_bus() -> None:
+    """One outbox: every event reaches the bus through the publisher, nothing else may put."""
+    putting = {
+        logical_id
+        for logical_id, res in load_template()["Resources"].items()
+        if res["Type"] == "AWS::Serverless::Function"
+        and "events:PutEvents"
+        in set().union(*(granted_by(p) for p in res["Properties"].get("Policies", [])))
+    }
+    assert putting == {"OutboxPublisherFunction"}
 
 
 def route_path(contract_path: str) -> str:

@@ -2,7 +2,8 @@
 
 Each change is one statement with its event; a change that matched nothing reads why, once
 (`rules`). Application events change nothing on the job: they are stored with the offer
-round's events and published right after the change commits (`publish_events`)."""
+round's events (`offer_events`) and travel the outbox as every event does (dispatch.outbox:
+relayed right after the change commits, and by the relay's catch-up)."""
 
 from typing import Any
 from uuid import UUID
@@ -18,8 +19,6 @@ from dispatch.errors import CacheUnavailable, Code, DispatchError
 from dispatch.idempotency import KeyedRequest
 from dispatch.jobs.commands import run
 from dispatch.jobs.models import Job, JobEventType
-from dispatch.offers.rounds import publish_pending
-from dispatch.outbox.publisher import put_all_on_bus
 from dispatch.workers import locations
 
 
@@ -123,8 +122,3 @@ def applicants(conn: Connection, caller: Caller, job_id: UUID) -> Applicants:
         },
     ).fetchall()
     return Applicants(applications=[Applicant.from_document(row["document"]) for row in rows])
-
-
-def publish_events(conn: Connection, job_id: UUID) -> int:
-    """Put the job's application events (and any offer event still waiting) on the bus."""
-    return publish_pending(conn, job_id, put_all_on_bus)

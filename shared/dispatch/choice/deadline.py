@@ -5,13 +5,14 @@ best applicant who can be assigned now is assigned (`sql.BEST_APPLICANT` says wh
 through the very assign the business's own goes through (one conditional UPDATE: an assign
 racing it gives one winner); with nobody to pick, or without `auto_pick`, the business hears
 `job.unfilled` with a reason, once per round. The job stays open: the business may still
-assign, workers may still apply, until its window ends.
+assign, workers may still apply, until its window ends. Its events (job.assigned,
+job.unfilled) are relayed right after they commit, and otherwise by the outbox relay's
+catch-up, as every event is (dispatch.outbox).
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
-from uuid import UUID
 
 from psycopg.rows import DictRow
 
@@ -22,48 +23,33 @@ from dispatch.observability import logger
 from dispatch.outbox import relay
 
 DEADLINE = "system:choice-deadline"
-STALE_EVENTS_S = 30  # an after-commit put had this long before the catch-up takes over
 
 
 @dataclass(frozen=True)
 class DeadlineReport:
     picked: int
     unfilled: int
-    published: int
 
 
 def pass_deadlines(
     conn: Connection, batch_size: int, keep_going: Callable[[], bool] = lambda: True
 ) -> DeadlineReport:
     """Keep the deadlines that passed, a job at a time while `keep_going`; a job left is still
-    due on the next pass, and an event left unpublished is caught up there (stale events)."""
+    due on the next pass."""
     picked = unfilled = 0
-    touched: set[UUID] = set()
     for job in conn.execute(sql.DUE_CHOICES, {"batch_size": batch_size}).fetchall():
         if not keep_going():
             break
-        touched.add(job["id"])
         if job["auto_pick"]:
             outcome = _pick(conn, job)
             picked += outcome == "picked"
             if outcome != "nobody":
                 continue  # picked, or lost a race: the next pass looks again
         params = {"job_id": job["id"], "version": job["version"], "actor": DEADLINE}
-        unfilled += len(conn.execute(sql.CHOICE_UNFILLED, params).fetchall())
-    stale = conn.execute(
-        sql.JOBS_WITH_STALE_EVENTS, {"stale_s": STALE_EVENTS_S, "batch_size": batch_size}
-    ).fetchall()
-    touched.update(row["job_id"] for row in stale)
-    published = 0
-    for job_id in touched:
-        if not keep_going():
-            break
-        try:
-            published += commands.publish_events(conn, job_id)
-        except Exception:  # the bus is out of reach: the next pass tries again
-            logger.warning("offer events wait for the next pass", exc_info=True)
-            break
-    return DeadlineReport(picked, unfilled, published)
+        if conn.execute(sql.CHOICE_UNFILLED, params).fetchall():
+            unfilled += 1
+            relay.after_commit(conn, job["id"])  # its job.unfilled, now
+    return DeadlineReport(picked, unfilled)
 
 
 def _pick(conn: Connection, job: DictRow) -> Literal["picked", "nobody", "lost"]:

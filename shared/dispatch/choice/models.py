@@ -43,8 +43,8 @@ class Application(Document):
     applied_at: datetime
     note: str | None
 
-    def changed_job(self) -> UUID | None:
-        return None  # a job's application events are published by the command's caller
+    def changed_job(self) -> UUID:
+        return self.job_id  # its application.created, relayed after the apply commits
 
 
 class Applicant(Document):

@@ -224,11 +224,3 @@ SELECT j.id, 'job.unfilled', j.version, %(actor)s,
 ON CONFLICT (job_id, version) WHERE type = 'job.unfilled' DO NOTHING
 RETURNING id
 """
-
-# The catch-up: jobs with offer or application events still off the bus a while after they
-# were written (their writer's after-commit put failed or never ran).
-JOBS_WITH_STALE_EVENTS: LiteralString = """
-SELECT DISTINCT job_id FROM offer_events
- WHERE published_at IS NULL AND occurred_at < now() - make_interval(secs => %(stale_s)s)
- LIMIT %(batch_size)s
-"""

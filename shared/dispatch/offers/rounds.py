@@ -1,22 +1,17 @@
 """What the API does of a round of offers (dispatch.offers.waves runs the waves themselves):
-schedule a wave on the offer queue (the next one at once, when a decline emptied the latest),
-and put a job's pending round events on the bus. Apart from the waves, so that the routes that
-do these import neither the policy nor the position store (bench/coldstart.py)."""
+schedule a wave on the offer queue (the next one at once, when a decline emptied the latest).
+Apart from the waves, so that the routes that do this import neither the policy nor the
+position store (bench/coldstart.py). The round's events travel the outbox
+(dispatch.outbox), as every event does."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from uuid import UUID
 
 from dispatch import aws, db
 from dispatch.config import settings
-from dispatch.db import Connection
-from dispatch.events import Event
 from dispatch.observability import logger
 from dispatch.offers import inbox
 from dispatch.offers.models import WaveRequest
-from dispatch.offers.sql import MARK_PUBLISHED, PENDING_EVENTS
-from dispatch.outbox.publisher import announce
-
-PutAll = Callable[[Sequence[Event]], None]
 
 
 def send_now_if_all_declined(job_id: UUID) -> None:
@@ -60,16 +55,3 @@ def sqs_schedule_all(requests: Sequence[WaveRequest], delay_seconds: int) -> lis
         logger.warning("offer queue refused a wave",
                        extra={**request.model_dump(mode="json"), **why})  # fmt: skip
     return [requests[int(taken["Id"])] for taken in reply.get("Successful", [])]
-
-
-def publish_pending(conn: Connection, job_id: UUID, put: PutAll) -> int:
-    """Put the job's unpublished offer events on the bus, then mark them (at least once)."""
-    events = [
-        Event.from_document(row["document"])
-        for row in conn.execute(PENDING_EVENTS, {"job_id": job_id})
-    ]
-    if events:
-        put(events)
-        conn.execute(MARK_PUBLISHED, {"ids": [e.id for e in events]})
-        announce(events)
-    return len(events)

@@ -410,16 +410,6 @@ SELECT * FROM unnest(%(job_ids)s::uuid[], %(versions)s::integer[], %(waves)s::in
     ON CONFLICT (job_id, job_version) DO UPDATE SET wave = excluded.wave, resumed_at = now()
 """
 
-# The round's own small outbox: its events not yet on the bus, in the order written.
-PENDING_EVENTS: LiteralString = """
-SELECT dispatch_event(e) AS document FROM offer_events e
- WHERE e.job_id = %(job_id)s AND e.published_at IS NULL
- ORDER BY e.occurred_at, e.id
-"""
-MARK_PUBLISHED: LiteralString = """
-UPDATE offer_events SET published_at = now() WHERE id = ANY(%(ids)s)
-"""
-
 # -- a worker's side ---------------------------------------------------------------------------
 
 # The caller's offers whose job is still open in that round (and still takeable: its window

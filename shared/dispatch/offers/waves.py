@@ -6,12 +6,13 @@ A round starts when the outbox publisher publishes `job.created`, `job.reopened`
 can carry its own delay). Each wave reads fresh positions from Redis, lets Postgres choose
 (every skill of the job, no live job, never offered this job, not the worker who just lost or
 gave it back; nearest first, rating breaking ties), records the offers and their
-`offer.created` events in one transaction, puts the events on the bus, and schedules the next
-wave. After the last wave a final check tells the business `job.unfilled` if nobody took it.
+`offer.created` events in one transaction, relays the events to the outbox queue (they reach
+the bus the way every event does, dispatch.outbox), and schedules the next wave. After the
+last wave a final check tells the business `job.unfilled` if nobody took it.
 
 A wave stops as soon as the job is no longer open at the round's version. Every step is safe
-to repeat: a redelivered wave message finds its `offer_waves` row and only re-puts events
-that are still unpublished and re-schedules the next wave.
+to repeat: a redelivered wave message finds its `offer_waves` row and only relays what is
+still unrelayed and re-schedules the next wave.
 """
 
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from dispatch.jobs.models import JobEventType
 from dispatch.observability import count, logger
 from dispatch.offers import policy
 from dispatch.offers.models import WaveRequest as WaveRequest  # the offer queue's message
-from dispatch.offers.rounds import PutAll, publish_pending, sqs_schedule, sqs_schedule_all
+from dispatch.offers.rounds import sqs_schedule, sqs_schedule_all
 from dispatch.offers.sql import (
     LOCK_OPEN_JOB,
     MAKE_OFFERS,
@@ -36,6 +37,7 @@ from dispatch.offers.sql import (
     START_WAVE,
     UNFILLED,
 )
+from dispatch.outbox import relay
 from dispatch.rosters import commands as rosters
 from dispatch.workers import locations
 
@@ -49,7 +51,6 @@ TIE_BAND_M = 100
 @dataclass(frozen=True)
 class WaveReport:
     offered: int  # offers made by this run
-    published: int  # events put on the bus by this run
     scheduled: bool  # whether a next wave (or the final check) was scheduled
     unfilled: bool = False
 
@@ -146,10 +147,10 @@ def start_round(event: Event) -> None:
         sqs_schedule(request, 0)
 
 
-def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: PutAll) -> WaveReport:
+def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule) -> WaveReport:
     waves = settings().offer_waves
     if request.wave > len(waves):
-        return _final_check(conn, request, len(waves), put)
+        return _final_check(conn, request, len(waves))
     wave = waves[request.wave - 1] if request.wave else favourites_wave(waves)
     radius_m = wave.radius_m  # how far the wave looks (`likely` may look further: policy.reach_m)
     if request.wave and settings().offer_policy == "likely":
@@ -157,7 +158,7 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
     params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
     job = conn.execute(OPEN_JOB, params).fetchone()
     if job is None:  # taken (or cancelled) since the round began: the round is over
-        return WaveReport(0, publish_pending(conn, request.job_id, put), scheduled=False)
+        return WaveReport(0, scheduled=False)
     near = (
         _positions_near(job["document"]["location"], radius_m, request)
         if request.wave
@@ -187,7 +188,8 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
                 offered = policy.make_offers(conn, choice)
             else:
                 offered = len(conn.execute(MAKE_OFFERS, choice).fetchall())
-    published = publish_pending(conn, request.job_id, put)
+    # The offers' events, now (and a redelivered wave's, whose first run died before this).
+    relay.after_commit(conn, request.job_id)
     if job is not None:
         schedule(request.next(), settings().offer_wave_interval_seconds)
     count("OffersMade", offered)
@@ -195,7 +197,7 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule, put: Pu
         "offer wave",
         extra={**request.model_dump(mode="json"), "offered": offered, "open": job is not None},
     )
-    return WaveReport(offered, published, scheduled=job is not None)
+    return WaveReport(offered, scheduled=job is not None)
 
 
 # Wave 0 offers to every fresh qualified favourite within the outermost wave's radius.
@@ -234,7 +236,7 @@ def _positions_near(
         raise
 
 
-def _final_check(conn: Connection, request: WaveRequest, waves: int, put: PutAll) -> WaveReport:
+def _final_check(conn: Connection, request: WaveRequest, waves: int) -> WaveReport:
     params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
     unfilled = False
     with conn.transaction():
@@ -245,4 +247,5 @@ def _final_check(conn: Connection, request: WaveRequest, waves: int, put: PutAll
             unfilled = conn.execute(UNFILLED, {**params, "waves": waves}).rowcount == 1
     if unfilled:
         count("JobsUnfilled")
-    return WaveReport(0, publish_pending(conn, request.job_id, put), False, unfilled)
+    relay.after_commit(conn, request.job_id)  # its job.unfilled, now (or a redelivery's)
+    return WaveReport(0, False, unfilled)

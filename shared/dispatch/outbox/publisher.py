@@ -1,12 +1,15 @@
-"""The outbox publisher's work: a job's events onto the EventBridge bus, in version order, and
-the record that they are there (`job_events.published_at`: "published" means on the bus).
+"""The outbox publisher's work: a job's events onto the EventBridge bus, in the job's order,
+and the record that they are there (`published_at`: "published" means on the bus). A job's
+events are those of both tables of the outbox, `job_events` and `offer_events`
+(dispatch.outbox.sql): the offer round's, the applications' and the choice's events travel
+the same way as the job's own.
 
 A queue message names an event; the publisher puts that event and every earlier one of its
-job still unpublished, read from the table (a message lost with its queue, or a resend that
-arrives after a later version, changes nothing: the table is the record, the queue a wake-up
-call). What is already published is skipped, so a message delivered twice acts once. Each put
-comes before its record, outside any transaction, so a crash between the two can repeat a
-put; bus consumers dedupe by event id.
+job still unpublished, read from the tables (a message lost with its queue, or a resend that
+arrives after a later version, changes nothing: the tables are the record, the queue a
+wake-up call). What is already published is skipped, so a message delivered twice acts once.
+Each put comes before its record, outside any transaction, so a crash between the two can
+repeat a put; bus consumers dedupe by event id.
 """
 
 from collections.abc import Callable, Sequence
@@ -21,7 +24,7 @@ from dispatch.outbox import sql
 
 SOURCE = "dispatch.jobs"
 
-Put = Callable[[Event], None]
+PutAll = Callable[[Sequence[Event]], None]
 
 
 class PublishFailed(Exception):
@@ -32,24 +35,29 @@ def publish_up_to(
     conn: Connection,
     job_id: UUID,
     version: int,
-    put: Put,
+    put: PutAll,
     then: Callable[[Event], None] | None = None,
 ) -> list[Event]:
-    """Put the job's unpublished events up to `version` on the bus, oldest first; returns
-    those this call put. `then` runs after each put and before its record (the offer round an
-    opening event starts), so a failure there retries both; repeats are harmless (bus
-    consumers dedupe, a wave runs once). A failure stops the job here: its later events wait
-    for the retry, so the bus never sees a version before an earlier one."""
+    """Put the job's unpublished events up to `version` on the bus in the job's order, ten to
+    a call (a wave's offers come in dozens); returns those this call put. `then` runs after
+    each put and before its record (the offer round an opening event starts), so a failure
+    there retries both; repeats are harmless (bus consumers dedupe, a wave runs once). A
+    failure stops the job here: its later events wait for the retry, so the bus never sees an
+    event before an earlier one of its job."""
     rows = conn.execute(sql.UNPUBLISHED_UP_TO, {"job_id": job_id, "version": version}).fetchall()
+    events = [Event.from_json(row["body"]) for row in rows]
     published: list[Event] = []
-    for row in rows:
-        event = Event.from_json(row["body"])
-        put(event)
-        if then is not None:
-            then(event)
-        conn.execute(sql.MARK_PUBLISHED, {"id": event.id})
-        published.append(event)
-    announce(published)
+    try:
+        for start in range(0, len(events), PUT_EVENTS_MAX):
+            batch = events[start : start + PUT_EVENTS_MAX]
+            put(batch)
+            if then is not None:
+                for event in batch:
+                    then(event)
+            conn.execute(sql.MARK_PUBLISHED, {"ids": [event.id for event in batch]})
+            published.extend(batch)
+    finally:
+        announce(published)
     return published
 
 
@@ -69,10 +77,6 @@ def announce(events: Sequence[Event]) -> None:
 
 
 PUT_EVENTS_MAX = 10  # entries per PutEvents call
-
-
-def put_on_bus(event: Event) -> None:
-    put_all_on_bus([event])
 
 
 def put_all_on_bus(events: Sequence[Event]) -> None:

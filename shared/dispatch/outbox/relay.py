@@ -1,5 +1,7 @@
 """Moving committed event rows to the SQS FIFO queue: right after a writer commits, and as a
-catch-up on its own schedule for whatever a crash or an SQS outage left behind.
+catch-up on its own schedule for whatever a crash or an SQS outage left behind. The rows of
+both tables of the outbox (`job_events`, `offer_events`: dispatch.outbox.sql) go the same way,
+one message group per job.
 
 The queue is trusted with nothing: a send is recorded as `relayed_at`, and only the publisher's
 put on the bus marks an event published. What is still unpublished `relay_resend_seconds`
@@ -15,6 +17,7 @@ go for the next pass.
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 import psycopg
@@ -28,12 +31,20 @@ from dispatch.outbox import sql
 
 @dataclass(frozen=True)
 class Message:
-    """An event on its way out: its body is the event's JSON, as the contract shows it."""
+    """An event on its way out: its body is the event's JSON, as the contract shows it; `offer`
+    (an offer_events row) and `occurred_at` place it among its job's events (`order`)."""
 
     id: UUID
     job_id: UUID
     version: int
+    offer: bool
+    occurred_at: datetime
     body: str
+
+    @property
+    def order(self) -> tuple[UUID, int, bool, datetime, UUID]:
+        """Where it goes among every job's events: the job's, then the publisher's order."""
+        return (self.job_id, self.version, self.offer, self.occurred_at, self.id)
 
 
 # Sends messages until the deadline (time.monotonic()), returns the ids the queue accepted.
@@ -73,7 +84,7 @@ def relay_once(
     deadline = time.monotonic() + s.relay_claim_seconds * SENDING_SHARE_OF_CLAIM
     if send_by is not None:
         deadline = min(deadline, send_by)
-    messages = sorted((Message(**r) for r in rows), key=lambda m: (m.job_id, m.version))
+    messages = sorted((Message(**r) for r in rows), key=lambda m: m.order)
     sent: set[UUID] = set()
     try:
         sent = send(messages, deadline)
@@ -131,18 +142,26 @@ def after_commit(conn: Connection, job_id: UUID) -> None:
 
 
 def batches(messages: list[Message], size: int = 10) -> Iterable[list[Message]]:
-    """SendMessageBatch takes ten; one event per job per call keeps a job's order on failure."""
+    """SendMessageBatch takes ten; one version per job per call keeps a job's order on
+    failure (a version's events, a wave's offers, go together: the publisher puts every
+    event of a version the first message of it names, so their order among themselves on the
+    queue changes nothing). `messages` in their order (Message.order)."""
     pending = list(messages)
     while pending:
         batch: list[Message] = []
-        jobs: set[UUID] = set()
+        versions: dict[UUID, int] = {}
+        waiting: set[UUID] = set()  # jobs with an event left for a later call: the rest wait too
         rest: list[Message] = []
         for event in pending:
-            if len(batch) < size and event.job_id not in jobs:
+            if (
+                event.job_id not in waiting
+                and len(batch) < size
+                and versions.setdefault(event.job_id, event.version) == event.version
+            ):
                 batch.append(event)
-                jobs.add(event.job_id)
             else:
                 rest.append(event)
+                waiting.add(event.job_id)
         yield batch
         pending = rest
 
