@@ -40,7 +40,9 @@ def recorded(*ops: hist.Op) -> hist.History:
 
 
 def publish_all(conn: Connection) -> None:
+    """What the publisher does for both tables of the one outbox."""
     conn.execute("UPDATE job_events SET published_at = now() WHERE published_at IS NULL")
+    conn.execute("UPDATE offer_events SET published_at = now() WHERE published_at IS NULL")
 
 
 def a_real_race(api: Api, conn: Connection) -> tuple[hist.History, dict[str, Any]]:
