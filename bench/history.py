@@ -257,7 +257,6 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "dispatch.offers.sql.SAVE_MARKET": lambda f: {
         "door": 0.5, "half_distance_m": 2500.0, "answers": 100,
     },
-    "dispatch.offers.sql.MARKET_DUE": lambda f: {"refit_s": 600},
     "dispatch.offers.sql.LIKELY_CANDIDATES": lambda f: {
         "job_id": f["open"]["id"], "version": f["open"]["version"],
         "worker_ids": [f"w-{n}" for n in range(3000, 3100)],

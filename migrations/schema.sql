@@ -1220,6 +1220,16 @@ CREATE TABLE public.schema_migrations (
 
 
 --
+-- Name: sweep_duties; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sweep_duties (
+    duty text NOT NULL,
+    ran_at timestamp with time zone NOT NULL
+);
+
+
+--
 -- Name: worker_answers; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1425,6 +1435,14 @@ ALTER TABLE ONLY public.rosters
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: sweep_duties sweep_duties_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sweep_duties
+    ADD CONSTRAINT sweep_duties_pkey PRIMARY KEY (duty);
 
 
 --
@@ -2125,6 +2143,13 @@ GRANT UPDATE(list) ON TABLE public.rosters TO dispatch_app;
 --
 
 GRANT UPDATE(added_at) ON TABLE public.rosters TO dispatch_app;
+
+
+--
+-- Name: TABLE sweep_duties; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.sweep_duties TO dispatch_app;
 
 
 --

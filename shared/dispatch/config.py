@@ -110,7 +110,7 @@ class Settings(BaseModel):
     # Share of wall time the sweeper works through a backlog; it rests the remainder.
     sweep_duty: float = Field(0.25, gt=0, le=1, validation_alias="DISPATCH_SWEEP_DUTY")
     # How often the sweeper runs (the template's schedule; the local stack's own period). Each
-    # duty besides the leases' gets a share of it (dispatch.sweeper.DUTY_SHARE).
+    # duty besides the leases' has a share of it as its time budget (dispatch.sweeper.DUTIES).
     sweep_interval_seconds: int = Field(
         60, gt=0, validation_alias="DISPATCH_SWEEP_INTERVAL_SECONDS"
     )

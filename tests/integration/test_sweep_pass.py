@@ -1,5 +1,6 @@
-"""One sweep pass (issue 34 point 8): the leases first and again last, whatever another duty
-does, and stalled offer rounds resent ten to a queue call, once each.
+"""One sweep pass (issue 34 point 8, issue 36 point 4): the leases first, again after any duty
+that kept them waiting, and last, whatever another duty does; each other duty on its own
+schedule and budget; and stalled offer rounds resent ten to a queue call, once each.
 
 Found from outside: after connection kills, sweeps ran 20-36 s apart and leases outlived their
 end by up to 19.6 s, the pass resending up to 100 stalled rounds one queue call at a time, and
@@ -95,8 +96,86 @@ def test_a_failing_duty_leaves_the_leases_and_the_other_duties_their_turn(
     assert incomplete.value.failed == ["stalled offer rounds"]
     report = incomplete.value.report
     assert (report.reopened, report.duties_failed, report.rounds_resumed) == (1, 1, 0)
+    assert report.duties == {
+        "choice deadlines": "ran",
+        "stalled offer rounds": "failed",
+        "market answers": "not due",  # the `nearest` policy needs neither market duty
+        "market curve": "not due",
+        "idempotency keys": "ran",
+        "worker positions": "ran",
+    }
     reopened = conn.execute("SELECT status FROM jobs WHERE id = %s", (held["id"],)).fetchone()
     assert reopened == {"status": "open"}
+
+
+def test_a_duty_over_its_budget_is_followed_by_the_leases_turn(
+    api: Api, conn: db.Connection, database_url: str, configure: Any
+) -> None:
+    """The stalled rounds' read waits on a lock past its budget while a lease ends; the
+    idempotency keys' duty, after it, waits on another lock. The lease is reopened while the
+    pass is still held up at the keys: its turn came right after the slow duty, not last."""
+    configure(DISPATCH_SWEEP_INTERVAL_SECONDS="1")  # an eighth of a second: the gap and budget
+    held = walk_to(api, "assigned", holder=worker("holder"))
+    outcome: list[SweepReport | BaseException] = []
+
+    def run() -> None:
+        with db.connect(database_url) as own:  # the owner: no lock timeout, it waits
+            try:
+                outcome.append(sweeper.sweep(own))
+            except BaseException as error:
+                outcome.append(error)
+
+    with db.connect(database_url) as rounds, db.connect(database_url) as keys:
+        with keys.transaction():
+            keys.execute("LOCK TABLE idempotency_keys IN ACCESS EXCLUSIVE MODE")
+            with rounds.transaction():
+                rounds.execute("LOCK TABLE offer_rounds_resumed IN ACCESS EXCLUSIVE MODE")
+                thread = threading.Thread(target=run)
+                thread.start()
+                wait_until_blocked(conn, "offer_rounds_resumed")
+                expire(conn, held["id"])
+                threading.Event().wait(sweeper.LEASE_GAP * 1 + 0.1)  # past its budget, 1/8 s
+            wait_until_blocked(conn, "idempotency_keys")
+            job = conn.execute("SELECT status FROM jobs WHERE id = %s", (held["id"],)).fetchone()
+            assert job == {"status": "open"}  # while the keys' duty still waits
+        thread.join()
+
+    (report,) = outcome
+    assert isinstance(report, SweepReport), report
+    assert report.reopened == 1 and report.lease_turns >= 3  # first, after the slow duty, last
+    assert report.duties["worker positions"] == "ran"  # the duties after it had their turn
+
+
+def test_a_duty_runs_on_its_schedule_kept_between_passes(
+    api: Api, conn: db.Connection, database_url: str
+) -> None:
+    """Each pass on a connection of its own, as each Lambda invocation: the schedule is the
+    database's. The keys' duty runs, is not due on the next pass (an old key stays), and is
+    due again an hour after its last run."""
+
+    def a_pass() -> SweepReport:
+        with db.connect(database_url) as own:
+            return sweeper.sweep(own)
+
+    first = a_pass()
+    assert first.duties["idempotency keys"] == "ran"
+    assert first.duties["worker positions"] == "ran"
+    walk_to(api, "open", holder=worker("nobody"))  # its key, made a day and an hour ago
+    conn.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'")
+    keys = conn.execute("SELECT count(*) AS n FROM idempotency_keys").fetchone()
+    assert keys and keys["n"] > 0
+
+    second = a_pass()
+    assert second.duties["idempotency keys"] == "not due"
+    assert second.duties["worker positions"] == "not due"
+    assert second.duties["choice deadlines"] == "ran"  # every pass
+    assert second.expired_keys == 0
+    assert conn.execute("SELECT count(*) AS n FROM idempotency_keys").fetchone() == keys
+
+    conn.execute("UPDATE sweep_duties SET ran_at = ran_at - interval '1 hour'")
+    third = a_pass()
+    assert (third.duties["idempotency keys"], third.expired_keys) == ("ran", keys["n"])
+    assert third.duties["worker positions"] == "ran"
 
 
 @pytest.fixture

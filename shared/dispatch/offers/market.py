@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from dispatch.config import Settings, settings
 from dispatch.db import Connection
-from dispatch.offers.sql import FOLD_ANSWERS, MARKET_ANSWERS, MARKET_DUE, SAVE_MARKET
+from dispatch.offers.sql import FOLD_ANSWERS, MARKET_ANSWERS, SAVE_MARKET
 
 HALVES_M = tuple(400 * 1.08**k for k in range(49))  # 400 m .. 16 km
 BAND_M = 250  # answers are counted in distance bands this wide
@@ -108,17 +108,10 @@ def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None)
     return int(row["folded"])
 
 
-def keep(conn: Connection) -> tuple[int, bool]:
-    """The sweeper's duty: fold every pass, then fit when due. (Offers folded, refit or not.)"""
-    return fold(conn), refit_if_due(conn)
-
-
-def refit_if_due(conn: Connection) -> bool:
-    """Fit the market's curve when it is due (`MARKET_DUE`) and save it; whether it did."""
+def refit(conn: Connection) -> bool:
+    """Fit the market's curve to the folded answers and save it; whether it did (too few
+    answers: not). The sweeper's "market curve" duty, every `offer_market_refit_seconds`."""
     s = settings()
-    due = conn.execute(MARKET_DUE, {"refit_s": s.offer_market_refit_seconds}).fetchone()
-    if not (due and due["due"]):
-        return False
     rows = conn.execute(MARKET_ANSWERS, {"history_s": s.offer_history_seconds}).fetchall()
     bands = [Band((r["band"] + 0.5) * BAND_M, r["offers"], r["accepts"]) for r in rows]
     curve = fit(bands, s.offer_half_distance_m)

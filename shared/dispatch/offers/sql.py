@@ -137,11 +137,6 @@ ON CONFLICT (id) DO UPDATE
    SET door = excluded.door, half_distance_m = excluded.half_distance_m,
        answers = excluded.answers, fitted_at = now()
 """
-# Whether the market's curve is due for a fit: never fit, or fit %(refit_s)s ago or more.
-MARKET_DUE: LiteralString = """
-SELECT NOT EXISTS (SELECT 1 FROM offer_market
-                    WHERE fitted_at > now() - make_interval(secs => %(refit_s)s)) AS due
-"""
 
 # The market's curve the policy reads offers with (`curve`: offer_market's, once fit on at
 # least %(min_answers)s answers, else the configured %(half_m)s and %(door)s). One row, and
