@@ -82,19 +82,19 @@ def _likely(s: Settings) -> bool:
 
 # In the order a pass runs them: what people wait for first, housekeeping last.
 DUTIES = (
-    Duty("choice deadlines", lambda _: EVERY_PASS, 1 / 8, _choice_deadlines),
-    Duty("stalled offer rounds", lambda _: EVERY_PASS, 1 / 8, _stalled_rounds),
+    Duty("choice_deadlines", lambda _: EVERY_PASS, 1 / 8, _choice_deadlines),
+    Duty("stalled_offer_rounds", lambda _: EVERY_PASS, 1 / 8, _stalled_rounds),
     # The policy reads the offers since the last fold live: fold each pass, so they stay few.
-    Duty("market answers", lambda s: EVERY_PASS if _likely(s) else None, 1 / 8,
+    Duty("market_answers", lambda s: EVERY_PASS if _likely(s) else None, 1 / 8,
          lambda conn, _: {"answers_folded": market.fold(conn)}),
-    Duty("market curve", lambda s: s.offer_market_refit_seconds if _likely(s) else None, 1 / 16,
+    Duty("market_curve", lambda s: s.offer_market_refit_seconds if _likely(s) else None, 1 / 16,
          lambda conn, _: {"market_refit": market.refit(conn)}),
-    Duty("idempotency keys", lambda _: KEYS_EVERY_S, 1 / 8, _keys),
-    Duty("worker positions", lambda _: POSITIONS_EVERY_S, 1 / 16,
+    Duty("idempotency_keys", lambda _: KEYS_EVERY_S, 1 / 8, _keys),
+    Duty("worker_positions", lambda _: POSITIONS_EVERY_S, 1 / 16,
          lambda _, __: {"positions_pruned": locations.prune_if_reachable()}),
 )  # fmt: skip
 
-# What became of each duty in a pass (SweepReport.duties, the "sweep done" log line).
+# What became of each duty in a pass (SweepReport.duties, the "sweep duties" log line).
 RAN, NOT_DUE, CUT_SHORT, FAILED = "ran", "not due", "cut short", "failed"
 
 # The scheduled duties' last runs to their end, and the pass's start by the database's clock.

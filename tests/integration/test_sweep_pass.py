@@ -93,16 +93,16 @@ def test_a_failing_duty_leaves_the_leases_and_the_other_duties_their_turn(
     with pytest.raises(SweepIncomplete) as incomplete:
         sweeper.sweep(conn)
 
-    assert incomplete.value.failed == ["stalled offer rounds"]
+    assert incomplete.value.failed == ["stalled_offer_rounds"]
     report = incomplete.value.report
     assert (report.reopened, report.duties_failed, report.rounds_resumed) == (1, 1, 0)
     assert report.duties == {
-        "choice deadlines": "ran",
-        "stalled offer rounds": "failed",
-        "market answers": "not due",  # the `nearest` policy needs neither market duty
-        "market curve": "not due",
-        "idempotency keys": "ran",
-        "worker positions": "ran",
+        "choice_deadlines": "ran",
+        "stalled_offer_rounds": "failed",
+        "market_answers": "not due",  # the `nearest` policy needs neither market duty
+        "market_curve": "not due",
+        "idempotency_keys": "ran",
+        "worker_positions": "ran",
     }
     reopened = conn.execute("SELECT status FROM jobs WHERE id = %s", (held["id"],)).fetchone()
     assert reopened == {"status": "open"}
@@ -143,7 +143,7 @@ def test_a_duty_over_its_budget_is_followed_by_the_leases_turn(
     (report,) = outcome
     assert isinstance(report, SweepReport), report
     assert report.reopened == 1 and report.lease_turns >= 3  # first, after the slow duty, last
-    assert report.duties["worker positions"] == "ran"  # the duties after it had their turn
+    assert report.duties["worker_positions"] == "ran"  # the duties after it had their turn
 
 
 def test_a_duty_runs_on_its_schedule_kept_between_passes(
@@ -158,24 +158,24 @@ def test_a_duty_runs_on_its_schedule_kept_between_passes(
             return sweeper.sweep(own)
 
     first = a_pass()
-    assert first.duties["idempotency keys"] == "ran"
-    assert first.duties["worker positions"] == "ran"
+    assert first.duties["idempotency_keys"] == "ran"
+    assert first.duties["worker_positions"] == "ran"
     walk_to(api, "open", holder=worker("nobody"))  # its key, made a day and an hour ago
     conn.execute("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'")
     keys = conn.execute("SELECT count(*) AS n FROM idempotency_keys").fetchone()
     assert keys and keys["n"] > 0
 
     second = a_pass()
-    assert second.duties["idempotency keys"] == "not due"
-    assert second.duties["worker positions"] == "not due"
-    assert second.duties["choice deadlines"] == "ran"  # every pass
+    assert second.duties["idempotency_keys"] == "not due"
+    assert second.duties["worker_positions"] == "not due"
+    assert second.duties["choice_deadlines"] == "ran"  # every pass
     assert second.expired_keys == 0
     assert conn.execute("SELECT count(*) AS n FROM idempotency_keys").fetchone() == keys
 
     conn.execute("UPDATE sweep_duties SET ran_at = ran_at - interval '1 hour'")
     third = a_pass()
-    assert (third.duties["idempotency keys"], third.expired_keys) == ("ran", keys["n"])
-    assert third.duties["worker positions"] == "ran"
+    assert (third.duties["idempotency_keys"], third.expired_keys) == ("ran", keys["n"])
+    assert third.duties["worker_positions"] == "ran"
 
 
 @pytest.fixture
