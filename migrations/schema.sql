@@ -175,40 +175,10 @@ CREATE TYPE public.dispatch_offer_created_document AS (
 
 
 --
--- Name: dispatch_accept_job(text, text, uuid, integer, integer, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: dispatch_accept_job(text, text, uuid, integer, integer, text, text, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text) RETURNS TABLE(document json, answer text)
-    LANGUAGE plpgsql
-    AS $$
-#variable_conflict use_column
-BEGIN
-  RETURN QUERY
-  WITH changed AS (
-      UPDATE jobs AS j
-         SET status = 'assigned',
-             assignee_id = p_worker_id,
-             before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
-             lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
-             version = version + 1,
-             updated_at = now()
-       WHERE j.id = p_job_id
-         AND (SELECT h.may_accept FROM dispatch_holding(j, p_worker_id, p_version) h)
-      RETURNING j.*, dispatch_job_json(j) AS document
-  ), event AS (
-      INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-      SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
-  )
-  SELECT changed.document, changed.document::text FROM changed;
-END
-$$;
-
-
---
--- Name: dispatch_accept_job_keyed(text, integer, text, text, uuid, text, integer, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.dispatch_accept_job_keyed(p_actor text, p_answer_status integer, p_event_type text, p_fingerprint text, p_job_id uuid, p_key text, p_lease_seconds integer, p_principal text, p_version integer, p_worker_id text) RETURNS TABLE(document json, answer text)
+CREATE FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text, p_principal text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_fingerprint text DEFAULT NULL::text, p_answer_status integer DEFAULT NULL::integer) RETURNS TABLE(document json, answer text)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -233,6 +203,7 @@ BEGIN
   ), answered AS (
       INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
       SELECT p_principal, p_key, p_fingerprint, p_answer_status, answer FROM answers
+       WHERE p_key IS NOT NULL
   )
   SELECT answers.document, answers.answer FROM answers;
 END

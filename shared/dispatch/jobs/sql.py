@@ -36,22 +36,22 @@ UNTAKEN: LiteralString = "('open', 'cancelled', 'expired')"  # nobody is assigne
 # the failure reads below name a refused command's causes from the same columns.
 
 # First come's hot path: the accept, an ordinary plpgsql function written whole in migration
-# 0049 (dispatch_accept_job, and dispatch_accept_job_keyed, which also records the caller's
-# idempotency key with its answer): Postgres keeps its plan per server connection without a
-# prepared statement (which RDS Proxy would pin the connection for). The UPDATE's WHERE clause
-# is the lock: of N concurrent claimers exactly one matches, the rest match zero rows.
+# 0052 (dispatch_accept_job; given the caller's idempotency key, it also records the key with
+# its answer): Postgres keeps its plan per server connection without a prepared statement
+# (which RDS Proxy would pin the connection for). The UPDATE's WHERE clause is the lock: of N
+# concurrent claimers exactly one matches, the rest match zero rows.
 ACCEPT_JOB = Change(
     plain="""SELECT * FROM dispatch_accept_job(
     p_actor => %(actor)s::text, p_event_type => %(event_type)s::text,
     p_job_id => %(job_id)s::uuid, p_lease_seconds => %(lease_seconds)s::integer,
     p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text)
 """,
-    keyed="""SELECT * FROM dispatch_accept_job_keyed(
-    p_actor => %(actor)s::text, p_answer_status => %(answer_status)s::integer,
-    p_event_type => %(event_type)s::text, p_fingerprint => %(fingerprint)s::text,
-    p_job_id => %(job_id)s::uuid, p_key => %(key)s::text,
-    p_lease_seconds => %(lease_seconds)s::integer, p_principal => %(principal)s::text,
-    p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text)
+    keyed="""SELECT * FROM dispatch_accept_job(
+    p_actor => %(actor)s::text, p_event_type => %(event_type)s::text,
+    p_job_id => %(job_id)s::uuid, p_lease_seconds => %(lease_seconds)s::integer,
+    p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text,
+    p_principal => %(principal)s::text, p_key => %(key)s::text,
+    p_fingerprint => %(fingerprint)s::text, p_answer_status => %(answer_status)s::integer)
 """,
 )
 
