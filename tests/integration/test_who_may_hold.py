@@ -14,6 +14,7 @@ import psycopg
 from dispatch.choice import sql as choice_sql
 from dispatch.choice.rules import APPLY_REFUSALS, ASSIGN_REFUSALS
 from dispatch.db import Connection
+from dispatch.idempotency import NO_KEY
 from dispatch.jobs import sql as jobs_sql
 from dispatch.jobs.models import LIVE_STATUSES
 from dispatch.jobs.rules import ACCEPT_CAUSES
@@ -64,7 +65,7 @@ def test_no_path_spells_a_cause_of_its_own() -> None:
     }
     assert {path: s for path, s in found.items() if s} == {}
     for statement in (
-        choice_sql.ASSIGN_JOB.plain,
+        choice_sql.ASSIGN_JOB,
         choice_sql.APPLY,
         choice_sql.ASSIGN_FAILURE_FACTS,
         choice_sql.APPLY_FAILURE_FACTS,
@@ -110,11 +111,11 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
     change = {"lease_seconds": 600, "event_type": "job.assigned", "actor": WORKER, "version": None}
     for path, statement, params in (
         ("nearest's offers", offers_sql.MAKE_OFFERS, offer),
-        ("accept", jobs_sql.ACCEPT_JOB.keyed, {"job_id": first_come, "worker_id": WORKER, **KEY}),
+        ("accept", jobs_sql.ACCEPT_JOB, {"job_id": first_come, "worker_id": WORKER, **KEY}),
         (
             "assign",
-            choice_sql.ASSIGN_JOB.plain,
-            {"job_id": choice, "worker_id": WORKER, "business_id": "biz"},
+            choice_sql.ASSIGN_JOB,
+            {"job_id": choice, "worker_id": WORKER, "business_id": "biz", **NO_KEY},
         ),
     ):
         with conn.transaction():  # each change undone at once (psycopg.Rollback)

@@ -1,51 +1,14 @@
-"""The outbox write: every change to a job writes exactly one event row, in the same statement.
+"""The outbox's delivery: the relay's claim and mark, the publisher's read and mark.
 
-`with_event` wraps a data-modifying statement on `jobs` that ends in `RETURNING ... document`
-(the job as `dispatch_job_json` writes it: the answer's text, and as jsonb the event's data).
-Each row it changes gets one `job_events` row (type and actor as parameters, data = that
-document: the public Job at its new version), so a change without its event cannot be
-committed, and `job_events_one_per_change` (unique job_id, version) makes a second event for
-the same change impossible.
+The write is not here: every statement that changes a job writes its one `job_events` row in
+the same statement (its `event` CTE: type and actor as parameters, data = the job as
+`dispatch_job_json` writes it, the public Job at its new version), so a change without its
+event cannot be committed, and `job_events_one_per_change` (unique job_id, version) makes a
+second event for the same change impossible. Offer events are written by their own
+statements (the offers, the applications, the choice) in the same transaction as their change.
 """
 
-from dataclasses import dataclass
 from typing import LiteralString
-
-
-@dataclass(frozen=True)
-class Change:
-    """A change of jobs with its event, in two forms. `plain` alone; `keyed` also records the
-    caller's idempotency key with its answer in the same statement, so that the key, the
-    change, the event and the answer commit together in one round trip (a key already taken
-    raises idempotency_keys_pkey, and the statement undoes itself)."""
-
-    plain: LiteralString
-    keyed: LiteralString
-
-
-def with_event(
-    change: LiteralString, also: LiteralString = "", answer: LiteralString = "document"
-) -> Change:
-    """`change` with its event; `also`, further data-modifying CTEs over `changed` that must
-    commit with it (a rating updates the worker's); `answer`, the success body as an
-    expression over `changed` (the Job by default). Rows come back with `answer` as text."""
-    head = f"""
-WITH changed AS ({change}),
-event AS (
-    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
-){also},
-answers AS (SELECT *, ({answer})::text AS answer FROM changed)"""
-    keyed = """,
-answered AS (
-    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
-    SELECT %(principal)s, %(key)s, %(fingerprint)s, %(answer_status)s, answer FROM answers
-)"""
-    tail = """
-SELECT * FROM answers
-"""
-    return Change(head + tail, head + keyed + tail)
-
 
 # -- delivery -------------------------------------------------------------------------------
 # "Published" means on the bus, and only the publisher says so (published_at). The relay sends
