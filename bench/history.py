@@ -49,10 +49,6 @@ MODULES = (
 )
 # Named constants that are not statements the product sends, and why.
 EXCLUDED = {
-    "dispatch.jobs.sql.LIVE": "a fragment (a set of statuses)",
-    "dispatch.jobs.sql.FINISHED": "a fragment (a set of statuses)",
-    "dispatch.jobs.sql.UNFINISHED": "a fragment (a set of statuses)",
-    "dispatch.jobs.sql.UNTAKEN": "a fragment (a set of statuses)",
     "dispatch.offers.sql.QUALIFIED": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
     "dispatch.offers.sql.CANDIDATES": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
     "dispatch.offers.sql.OFFER_ANSWER": "a fragment of FOLD_ANSWERS, LIKELY_CANDIDATES (timed)",
@@ -60,9 +56,6 @@ EXCLUDED = {
     "dispatch.outbox.sql.JOB_MESSAGE": "a fragment (the relay's message columns, job_events)",
     "dispatch.outbox.sql.OFFER_MESSAGE": "a fragment (the relay's message columns, offer_events)",
     "dispatch.idempotency.NO_KEY": "the key's parameters when there is none, not SQL",
-    "dispatch.ops.sql.LIVE": "the jobs module's fragment, imported",
-    "dispatch.ops.sql.FINISHED": "the jobs module's fragment, imported",
-    "dispatch.ops.sql.UNFINISHED": "the jobs module's fragment, imported",
 }
 SWEEP = "sweeper.sweep (the whole pass)"
 BOX = {"min_lat": 12.79, "max_lat": 13.15, "min_lng": 77.41, "max_lng": 77.78}

@@ -431,6 +431,16 @@ $$;
 
 
 --
+-- Name: dispatch_finished(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_finished(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT status IN ('completed', 'cancelled', 'expired') $$;
+
+
+--
 -- Name: dispatch_mercator(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -529,7 +539,7 @@ SELECT c.first_come, c.choice, c.claimable, c.open, c.window_open, c.at_version,
                           AND r.list = 'blocked') AS not_blocked,
            NOT EXISTS (SELECT 1 FROM jobs live
                         WHERE live.assignee_id = worker
-                          AND live.status IN ('assigned', 'in_progress')
+                          AND dispatch_live(live.status)
                           AND live.id <> j.id) AS worker_free,
            EXISTS (SELECT 1 FROM job_applications a
                     WHERE a.job_id = j.id AND a.worker_id = worker
@@ -608,6 +618,15 @@ $$;
 
 
 --
+-- Name: dispatch_live(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_live(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT status IN ('assigned', 'in_progress') $$;
+
+
+--
 -- Name: dispatch_mercator_floor_m(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -683,6 +702,24 @@ CREATE FUNCTION public.dispatch_time(t timestamp with time zone) RETURNS text
     AS $$
   SELECT replace(to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '.000000Z', 'Z')
 $$;
+
+
+--
+-- Name: dispatch_unfinished(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_unfinished(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT status IN ('open', 'assigned', 'in_progress') $$;
+
+
+--
+-- Name: dispatch_untaken(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_untaken(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT status IN ('open', 'cancelled', 'expired') $$;
 
 
 --

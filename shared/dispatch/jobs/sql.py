@@ -38,15 +38,12 @@ WITH changed AS (
 SELECT * FROM answers
 """
 
-# The job's statuses as sets, each written once for every statement here and in the other
-# packages (tests/integration/test_one_source.py holds them to models.JobStatus, to
-# LIVE_STATUSES, FINISHED_STATUSES and TAKEN_STATUSES, and to the indexes and checks of the
-# migrations; tests/integration/test_who_may_hold.py holds dispatch_holding's "worker_free" to
-# LIVE).
-LIVE: LiteralString = "('assigned', 'in_progress')"  # a worker holds the job
-FINISHED: LiteralString = "('completed', 'cancelled', 'expired')"  # nothing moves it any more
-UNFINISHED: LiteralString = "('open', 'assigned', 'in_progress')"
-UNTAKEN: LiteralString = "('open', 'cancelled', 'expired')"  # nobody is assigned
+# The job's statuses as sets (a worker holds it: live; nothing moves it any more: finished;
+# unfinished; untaken) are written once, in SQL: dispatch_live, dispatch_finished,
+# dispatch_unfinished and dispatch_untaken (migration 0053), inlined where they are called, so
+# a statement still proves the partial indexes written with the same set
+# (tests/integration/test_one_source.py holds them to models.JobStatus's sets and to the
+# indexes).
 
 # Who may hold a job is written once, in SQL: dispatch_holding (migration 0049), one row of
 # named booleans per (job, worker), each cause once and each path's rule (may_accept,
@@ -128,13 +125,13 @@ ORDER BY version, after_the_change, id
 # end at most; any other target ends it. Check-in and start happen only while the window lasts
 # (`within_window`). jobs_photo_gate, the photo triggers and jobs_held_only_within_the_window
 # refuse the same things again.
-TRANSITION_JOB: LiteralString = f"""
+TRANSITION_JOB: LiteralString = """
 WITH changed AS (
     UPDATE jobs
        SET status = %(target)s,
-           assignee_id = CASE WHEN %(target)s IN {UNTAKEN} THEN NULL
+           assignee_id = CASE WHEN dispatch_untaken(%(target)s) THEN NULL
                               ELSE assignee_id END,
-           before_photo_id = CASE WHEN %(target)s IN {UNTAKEN} THEN NULL
+           before_photo_id = CASE WHEN dispatch_untaken(%(target)s) THEN NULL
                                   ELSE before_photo_id END,
            lease_expires_at = CASE WHEN %(target)s = 'assigned'
                                    THEN least(now() + make_interval(secs => %(lease_seconds)s),
