@@ -49,10 +49,6 @@ MODULES = (
 )
 # Named constants that are not statements the product sends, and why.
 EXCLUDED = {
-    "dispatch.offers.sql.QUALIFIED": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
-    "dispatch.offers.sql.CANDIDATES": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
-    "dispatch.offers.sql.OFFER_ANSWER": "a fragment of FOLD_ANSWERS, LIKELY_CANDIDATES (timed)",
-    "dispatch.offers.sql.CURVE": "a fragment of FOLD_ANSWERS and LIKELY_CANDIDATES (timed)",
     "dispatch.outbox.sql.JOB_MESSAGE": "a fragment (the relay's message columns, job_events)",
     "dispatch.outbox.sql.OFFER_MESSAGE": "a fragment (the relay's message columns, offer_events)",
     "dispatch.idempotency.NO_KEY": "the key's parameters when there is none, not SQL",

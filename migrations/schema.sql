@@ -627,6 +627,20 @@ CREATE FUNCTION public.dispatch_live(status text) RETURNS boolean
 
 
 --
+-- Name: dispatch_market_curve(double precision, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_market_curve(p_half_m double precision, p_door double precision, p_min_answers integer) RETURNS TABLE(half_m double precision, door double precision)
+    LANGUAGE sql STABLE ROWS 1 PARALLEL SAFE
+    AS $$
+SELECT coalesce(m.half_distance_m, p_half_m), coalesce(m.door, p_door)
+  FROM (SELECT) one
+  LEFT JOIN LATERAL (SELECT * FROM offer_market m WHERE m.answers >= p_min_answers
+                      LIMIT 1) m ON true
+$$;
+
+
+--
 -- Name: dispatch_mercator_floor_m(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -690,6 +704,64 @@ BEGIN
      ORDER BY metres
      LIMIT wanted;
 END
+$$;
+
+
+--
+-- Name: dispatch_offer_answer(uuid, integer, text, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_offer_answer(p_job_id uuid, p_job_version integer, p_worker_id text, p_offered_at timestamp with time zone, p_silence_s double precision) RETURNS TABLE(answer text, ending text, seconds double precision)
+    LANGUAGE sql STABLE ROWS 1 PARALLEL SAFE
+    AS $$
+SELECT CASE
+         WHEN d.worker_id IS NOT NULL THEN 'decline'
+         WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = p_worker_id
+           THEN 'accept'
+         WHEN coalesce(taken.occurred_at, now()) - p_offered_at
+              >= make_interval(secs => p_silence_s) THEN 'silence'
+         ELSE 'pending'
+       END,
+       CASE WHEN taken.type = 'job.assigned'
+             AND taken.data ->> 'assignee_id' = p_worker_id THEN later.type END,
+       extract(epoch FROM CASE
+         WHEN d.worker_id IS NOT NULL THEN d.declined_at - p_offered_at
+         WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = p_worker_id
+           THEN taken.occurred_at - p_offered_at
+       END)::float8
+  FROM (SELECT) one
+  LEFT JOIN LATERAL (SELECT d.worker_id, d.declined_at FROM job_declines d
+                      WHERE d.job_id = p_job_id AND d.worker_id = p_worker_id
+                      LIMIT 1) d ON true
+  LEFT JOIN LATERAL (SELECT e.type, e.data, e.occurred_at FROM job_events e
+                      WHERE e.job_id = p_job_id AND e.version = p_job_version + 1
+                      LIMIT 1) taken ON true
+  LEFT JOIN LATERAL (SELECT e.type FROM job_events e
+                      WHERE e.job_id = p_job_id AND e.version = p_job_version + 2
+                      LIMIT 1) later ON true
+$$;
+
+
+--
+-- Name: dispatch_offerable(uuid, integer, text[], double precision[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_offerable(p_job_id uuid, p_version integer, p_worker_ids text[], p_distances double precision[]) RETURNS TABLE(worker_id text, distance_m double precision, rating double precision)
+    LANGUAGE sql STABLE ROWS 24 PARALLEL SAFE
+    AS $$
+SELECT c.worker_id, c.distance_m, w.rating::float8
+  FROM unnest(p_worker_ids, p_distances) AS c(worker_id, distance_m)
+  JOIN jobs j ON j.id = p_job_id
+  LEFT JOIN workers w ON w.id = c.worker_id
+ CROSS JOIN LATERAL dispatch_holding(j, c.worker_id) h
+ WHERE h.may_hold
+   AND c.worker_id IS DISTINCT FROM
+       (SELECT e.data ->> 'assignee_id' FROM job_events e
+         WHERE e.job_id = p_job_id AND e.version = p_version - 1)
+   AND NOT EXISTS (SELECT 1 FROM job_offers o
+                    WHERE o.job_id = p_job_id AND o.worker_id = c.worker_id)
+   AND NOT EXISTS (SELECT 1 FROM job_declines d
+                    WHERE d.job_id = p_job_id AND d.worker_id = c.worker_id)
 $$;
 
 

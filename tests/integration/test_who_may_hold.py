@@ -71,10 +71,13 @@ def test_no_path_spells_a_cause_of_its_own() -> None:
         choice_sql.APPLICANTS,
         choice_sql.BEST_APPLICANT,
         jobs_sql.ACCEPT_FAILURE_FACTS,
-        offers_sql.MAKE_OFFERS,
-        offers_sql.LIKELY_CANDIDATES,
     ):
         assert "dispatch_holding(j, " in statement, statement
+    # The offers' candidates: dispatch_offerable (migration 0054), whose rule is may_hold.
+    for statement in (offers_sql.MAKE_OFFERS, offers_sql.LIKELY_CANDIDATES):
+        assert "dispatch_offerable(" in statement, statement
+    offerable = (REPO_ROOT / "migrations" / "0054_offer_rules.sql").read_text()
+    assert "dispatch_holding(j, c.worker_id) h\n WHERE h.may_hold" in offerable
 
 
 def test_free_is_read_from_the_one_set_of_live_statuses(conn: Connection) -> None:
