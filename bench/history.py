@@ -49,8 +49,6 @@ MODULES = (
 )
 # Named constants that are not statements the product sends, and why.
 EXCLUDED = {
-    "dispatch.outbox.sql.JOB_MESSAGE": "a fragment (the relay's message columns, job_events)",
-    "dispatch.outbox.sql.OFFER_MESSAGE": "a fragment (the relay's message columns, offer_events)",
     "dispatch.idempotency.NO_KEY": "the key's parameters when there is none, not SQL",
 }
 SWEEP = "sweeper.sweep (the whole pass)"

@@ -25,72 +25,96 @@ from typing import LiteralString
 # the job's own event of a version before the offer events written at it (they are written
 # while the job is at that version), those by when they occurred, then by id (uuid v7).
 
-# What a relay sends: the event as the contract shows it (dispatch_event), written by Postgres,
-# with what orders it among its job's events (`offer`: from offer_events).
-JOB_MESSAGE: LiteralString = """id, job_id, version, false AS offer, occurred_at,
-              dispatch_event(job_events)::text AS body"""
-OFFER_MESSAGE: LiteralString = """id, job_id, version, true AS offer, occurred_at,
-              dispatch_event(offer_events)::text AS body"""
+# A relay's claim: a batch claimed for a short while in one statement (SKIP LOCKED: two relays
+# never take the same event), so that no transaction is open while SQS is called: the first
+# %(batch_size)s due events (dispatch_relay_due, migration 0055) of both tables in the job's
+# order (each table locks at most that many; those not chosen are let go when the statement
+# ends). It returns what a relay sends: the event as the contract shows it (dispatch_event),
+# written by Postgres, with what orders it among its job's events (`offer`: from offer_events).
 
-
-def _picked(table: LiteralString, which: LiteralString, order: LiteralString) -> LiteralString:
-    return f"""
-    SELECT id, job_id, version, occurred_at FROM {table}
-     WHERE published_at IS NULL
-       AND (relayed_at IS NULL
-            OR relayed_at < now() - make_interval(secs => %(resend_seconds)s))
-       AND (relay_claimed_until IS NULL OR relay_claimed_until < now())
-       {which}
-     ORDER BY {order}
+# The catch-up: oldest first, through the partial indexes of unpublished events
+# (job_events_unpublished, offer_events_unpublished_since).
+CLAIM_UNPUBLISHED: LiteralString = """
+WITH picked_job AS (
+    SELECT id, job_id, version, occurred_at FROM job_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+     ORDER BY occurred_at
      LIMIT %(batch_size)s
-       FOR UPDATE SKIP LOCKED"""
-
-
-def _claim(
-    which: LiteralString, job_order: LiteralString, offer_order: LiteralString,
-    order: LiteralString,
-) -> LiteralString:  # fmt: skip
-    """Claim a batch for a short while in one statement (SKIP LOCKED: two relays never take
-    the same event), so that no transaction is open while SQS is called: the first
-    `batch_size` events of both tables in `order` (each table locks at most that many; those
-    not chosen are let go when the statement ends)."""
-    return f"""
-WITH picked_job AS ({_picked("job_events", which, job_order)}
-), picked_offer AS ({_picked("offer_events", which, offer_order)}
+       FOR UPDATE SKIP LOCKED
+), picked_offer AS (
+    SELECT id, job_id, version, occurred_at FROM offer_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+     ORDER BY occurred_at
+     LIMIT %(batch_size)s
+       FOR UPDATE SKIP LOCKED
 ), chosen AS (
     SELECT id FROM (
         SELECT id, job_id, version, false AS offer, occurred_at FROM picked_job
         UNION ALL
         SELECT id, job_id, version, true, occurred_at FROM picked_offer
     ) picked
-     ORDER BY {order}
+     ORDER BY occurred_at, id
      LIMIT %(batch_size)s
 ), claimed_job AS (
     UPDATE job_events
        SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
      WHERE id = ANY(ARRAY(SELECT id FROM chosen))
-    RETURNING {JOB_MESSAGE}
+    RETURNING id, job_id, version, false AS offer, occurred_at,
+              dispatch_event(job_events)::text AS body
 ), claimed_offer AS (
     UPDATE offer_events
        SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
      WHERE id = ANY(ARRAY(SELECT id FROM chosen))
-    RETURNING {OFFER_MESSAGE}
+    RETURNING id, job_id, version, true AS offer, occurred_at,
+              dispatch_event(offer_events)::text AS body
 )
 SELECT * FROM claimed_job UNION ALL SELECT * FROM claimed_offer
 """
 
-
-# The catch-up: oldest first, through the partial indexes of unpublished events
-# (job_events_unpublished, offer_events_unpublished_since).
-CLAIM_UNPUBLISHED = _claim("", "occurred_at", "occurred_at", "occurred_at, id")
 # Right after a writer commits: that job's events only, through (job_id, version) and
 # offer_events_unpublished (job_id), in the job's order.
-CLAIM_UNPUBLISHED_OF_JOB = _claim(
-    "AND job_id = %(job_id)s",
-    "job_id, version",
-    "occurred_at, id",
-    "version, offer, occurred_at, id",
+CLAIM_UNPUBLISHED_OF_JOB: LiteralString = """
+WITH picked_job AS (
+    SELECT id, job_id, version, occurred_at FROM job_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+       AND job_id = %(job_id)s
+     ORDER BY job_id, version
+     LIMIT %(batch_size)s
+       FOR UPDATE SKIP LOCKED
+), picked_offer AS (
+    SELECT id, job_id, version, occurred_at FROM offer_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+       AND job_id = %(job_id)s
+     ORDER BY occurred_at, id
+     LIMIT %(batch_size)s
+       FOR UPDATE SKIP LOCKED
+), chosen AS (
+    SELECT id FROM (
+        SELECT id, job_id, version, false AS offer, occurred_at FROM picked_job
+        UNION ALL
+        SELECT id, job_id, version, true, occurred_at FROM picked_offer
+    ) picked
+     ORDER BY version, offer, occurred_at, id
+     LIMIT %(batch_size)s
+), claimed_job AS (
+    UPDATE job_events
+       SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
+     WHERE id = ANY(ARRAY(SELECT id FROM chosen))
+    RETURNING id, job_id, version, false AS offer, occurred_at,
+              dispatch_event(job_events)::text AS body
+), claimed_offer AS (
+    UPDATE offer_events
+       SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
+     WHERE id = ANY(ARRAY(SELECT id FROM chosen))
+    RETURNING id, job_id, version, true AS offer, occurred_at,
+              dispatch_event(offer_events)::text AS body
 )
+SELECT * FROM claimed_job UNION ALL SELECT * FROM claimed_offer
+"""
 
 # The end of a pass: what SQS took is relayed; every claim of the pass is let go (of either
 # table: ids are uuids, one table's never another's).
