@@ -138,7 +138,7 @@ def claim_floor(conn: db.Connection, attempt: Attempt) -> int:
     job_id, worker_id = attempt
     params = _params(job_id, worker_id)
     key = {**params, "answer_status": 200}
-    row = conn.execute(jobs_sql.ACCEPT_JOB.keyed, {**params, **key}).fetchone()
+    row = conn.execute(jobs_sql.ACCEPT_JOB, {**params, **key}).fetchone()
     if row is not None:
         return 200
     conn.execute(jobs_sql.ACCEPT_FAILURE_FACTS, params).fetchone()

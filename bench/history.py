@@ -30,8 +30,7 @@ from typing import Any
 import psycopg
 
 from bench import history_load
-from dispatch import db
-from dispatch.outbox.sql import Change
+from dispatch import db, idempotency
 from dispatch_local import REPO_ROOT
 from dispatch_local.services import owner_url
 
@@ -50,19 +49,7 @@ MODULES = (
 )
 # Named constants that are not statements the product sends, and why.
 EXCLUDED = {
-    "dispatch.jobs.sql.LIVE": "a fragment (a set of statuses)",
-    "dispatch.jobs.sql.FINISHED": "a fragment (a set of statuses)",
-    "dispatch.jobs.sql.UNFINISHED": "a fragment (a set of statuses)",
-    "dispatch.jobs.sql.UNTAKEN": "a fragment (a set of statuses)",
-    "dispatch.offers.sql.QUALIFIED": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
-    "dispatch.offers.sql.CANDIDATES": "a fragment of MAKE_OFFERS and LIKELY_CANDIDATES (timed)",
-    "dispatch.offers.sql.OFFER_ANSWER": "a fragment of FOLD_ANSWERS, LIKELY_CANDIDATES (timed)",
-    "dispatch.offers.sql.CURVE": "a fragment of FOLD_ANSWERS and LIKELY_CANDIDATES (timed)",
-    "dispatch.outbox.sql.JOB_MESSAGE": "a fragment (the relay's message columns, job_events)",
-    "dispatch.outbox.sql.OFFER_MESSAGE": "a fragment (the relay's message columns, offer_events)",
-    "dispatch.ops.sql.LIVE": "the jobs module's fragment, imported",
-    "dispatch.ops.sql.FINISHED": "the jobs module's fragment, imported",
-    "dispatch.ops.sql.UNFINISHED": "the jobs module's fragment, imported",
+    "dispatch.idempotency.NO_KEY": "the key's parameters when there is none, not SQL",
 }
 SWEEP = "sweeper.sweep (the whole pass)"
 BOX = {"min_lat": 12.79, "max_lat": 13.15, "min_lng": 77.41, "max_lng": 77.78}
@@ -71,17 +58,15 @@ WORKER = "w-7"  # one of the pool every day's jobs are offered to and done by
 
 def named_statements() -> dict[str, str]:
     """Every public upper-case SQL constant of the statement modules, as `module.NAME`: its
-    SQL (a change's plain form), or its type's name for a collection of fragments."""
+    SQL, or its type's name for a collection of fragments."""
     found: dict[str, str] = {}
     for module_name in MODULES:
         module = importlib.import_module(module_name)
         for name, value in vars(module).items():
             if name.startswith("_") or not name.isupper():
                 continue
-            if not isinstance(value, str | Change | dict | tuple):
+            if not isinstance(value, str | dict | tuple):
                 continue  # a number, a class imported for its type: not SQL
-            if isinstance(value, Change):
-                value = value.plain
             found[f"{module_name}.{name}"] = (
                 value if isinstance(value, str) else type(value).__name__
             )
@@ -139,7 +124,7 @@ def facts(conn: db.Connection) -> dict[str, Any]:
 
 
 def _change(kind: str, actor: str, **more: Any) -> dict[str, Any]:
-    return {"event_type": kind, "actor": actor, **more}
+    return {"event_type": kind, "actor": actor, **idempotency.NO_KEY, **more}
 
 
 # Each timed statement's parameters, from the current state's facts: what its route, duty or

@@ -28,7 +28,6 @@ from bench.common import Timing, bench_database, timing
 from dispatch import db
 from dispatch.config import settings
 from dispatch.outbox import relay
-from dispatch.outbox.sql import JOB_MESSAGE
 from dispatch_local import environment_restored
 from dispatch_local.services import app_url
 
@@ -48,8 +47,9 @@ SETUP = [
 ]
 
 # The same message, serialised the same way: only the claiming differs.
-NAIVE_NEXT = f"""
-SELECT {JOB_MESSAGE} FROM job_events
+NAIVE_NEXT = """
+SELECT id, job_id, version, false AS offer, occurred_at, dispatch_event(job_events)::text AS body
+  FROM job_events
  WHERE published_at IS NULL AND relayed_at IS NULL ORDER BY occurred_at LIMIT 1
 """
 NAIVE_MARK = "UPDATE job_events SET relayed_at = now() WHERE id = %s"

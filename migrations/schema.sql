@@ -175,40 +175,10 @@ CREATE TYPE public.dispatch_offer_created_document AS (
 
 
 --
--- Name: dispatch_accept_job(text, text, uuid, integer, integer, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: dispatch_accept_job(text, text, uuid, integer, integer, text, text, text, text, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text) RETURNS TABLE(document json, answer text)
-    LANGUAGE plpgsql
-    AS $$
-#variable_conflict use_column
-BEGIN
-  RETURN QUERY
-  WITH changed AS (
-      UPDATE jobs AS j
-         SET status = 'assigned',
-             assignee_id = p_worker_id,
-             before_photo_id = NULL,  -- a retaken job starts without the last holder's evidence
-             lease_expires_at = least(now() + make_interval(secs => p_lease_seconds), window_end),
-             version = version + 1,
-             updated_at = now()
-       WHERE j.id = p_job_id
-         AND (SELECT h.may_accept FROM dispatch_holding(j, p_worker_id, p_version) h)
-      RETURNING j.*, dispatch_job_json(j) AS document
-  ), event AS (
-      INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-      SELECT id, p_event_type, version, p_actor, updated_at, document::jsonb FROM changed
-  )
-  SELECT changed.document, changed.document::text FROM changed;
-END
-$$;
-
-
---
--- Name: dispatch_accept_job_keyed(text, integer, text, text, uuid, text, integer, text, integer, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.dispatch_accept_job_keyed(p_actor text, p_answer_status integer, p_event_type text, p_fingerprint text, p_job_id uuid, p_key text, p_lease_seconds integer, p_principal text, p_version integer, p_worker_id text) RETURNS TABLE(document json, answer text)
+CREATE FUNCTION public.dispatch_accept_job(p_actor text, p_event_type text, p_job_id uuid, p_lease_seconds integer, p_version integer, p_worker_id text, p_principal text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_fingerprint text DEFAULT NULL::text, p_answer_status integer DEFAULT NULL::integer) RETURNS TABLE(document json, answer text)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -233,6 +203,7 @@ BEGIN
   ), answered AS (
       INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
       SELECT p_principal, p_key, p_fingerprint, p_answer_status, answer FROM answers
+       WHERE p_key IS NOT NULL
   )
   SELECT answers.document, answers.answer FROM answers;
 END
@@ -460,6 +431,16 @@ $$;
 
 
 --
+-- Name: dispatch_finished(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_finished(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+SELECT status IN ('completed', 'cancelled', 'expired') $$;
+
+
+--
 -- Name: dispatch_mercator(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -558,7 +539,7 @@ SELECT c.first_come, c.choice, c.claimable, c.open, c.window_open, c.at_version,
                           AND r.list = 'blocked') AS not_blocked,
            NOT EXISTS (SELECT 1 FROM jobs live
                         WHERE live.assignee_id = worker
-                          AND live.status IN ('assigned', 'in_progress')
+                          AND dispatch_live(live.status)
                           AND live.id <> j.id) AS worker_free,
            EXISTS (SELECT 1 FROM job_applications a
                     WHERE a.job_id = j.id AND a.worker_id = worker
@@ -637,6 +618,29 @@ $$;
 
 
 --
+-- Name: dispatch_live(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_live(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT status IN ('assigned', 'in_progress') $$;
+
+
+--
+-- Name: dispatch_market_curve(double precision, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_market_curve(p_half_m double precision, p_door double precision, p_min_answers integer) RETURNS TABLE(half_m double precision, door double precision)
+    LANGUAGE sql STABLE ROWS 1 PARALLEL SAFE
+    AS $$
+SELECT coalesce(m.half_distance_m, p_half_m), coalesce(m.door, p_door)
+  FROM (SELECT) one
+  LEFT JOIN LATERAL (SELECT * FROM offer_market m WHERE m.answers >= p_min_answers
+                      LIMIT 1) m ON true
+$$;
+
+
+--
 -- Name: dispatch_mercator_floor_m(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -704,6 +708,77 @@ $$;
 
 
 --
+-- Name: dispatch_offer_answer(uuid, integer, text, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_offer_answer(p_job_id uuid, p_job_version integer, p_worker_id text, p_offered_at timestamp with time zone, p_silence_s double precision) RETURNS TABLE(answer text, ending text, seconds double precision)
+    LANGUAGE sql STABLE ROWS 1 PARALLEL SAFE
+    AS $$
+SELECT CASE
+         WHEN d.worker_id IS NOT NULL THEN 'decline'
+         WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = p_worker_id
+           THEN 'accept'
+         WHEN coalesce(taken.occurred_at, now()) - p_offered_at
+              >= make_interval(secs => p_silence_s) THEN 'silence'
+         ELSE 'pending'
+       END,
+       CASE WHEN taken.type = 'job.assigned'
+             AND taken.data ->> 'assignee_id' = p_worker_id THEN later.type END,
+       extract(epoch FROM CASE
+         WHEN d.worker_id IS NOT NULL THEN d.declined_at - p_offered_at
+         WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = p_worker_id
+           THEN taken.occurred_at - p_offered_at
+       END)::float8
+  FROM (SELECT) one
+  LEFT JOIN LATERAL (SELECT d.worker_id, d.declined_at FROM job_declines d
+                      WHERE d.job_id = p_job_id AND d.worker_id = p_worker_id
+                      LIMIT 1) d ON true
+  LEFT JOIN LATERAL (SELECT e.type, e.data, e.occurred_at FROM job_events e
+                      WHERE e.job_id = p_job_id AND e.version = p_job_version + 1
+                      LIMIT 1) taken ON true
+  LEFT JOIN LATERAL (SELECT e.type FROM job_events e
+                      WHERE e.job_id = p_job_id AND e.version = p_job_version + 2
+                      LIMIT 1) later ON true
+$$;
+
+
+--
+-- Name: dispatch_offerable(uuid, integer, text[], double precision[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_offerable(p_job_id uuid, p_version integer, p_worker_ids text[], p_distances double precision[]) RETURNS TABLE(worker_id text, distance_m double precision, rating double precision)
+    LANGUAGE sql STABLE ROWS 24 PARALLEL SAFE
+    AS $$
+SELECT c.worker_id, c.distance_m, w.rating::float8
+  FROM unnest(p_worker_ids, p_distances) AS c(worker_id, distance_m)
+  JOIN jobs j ON j.id = p_job_id
+  LEFT JOIN workers w ON w.id = c.worker_id
+ CROSS JOIN LATERAL dispatch_holding(j, c.worker_id) h
+ WHERE h.may_hold
+   AND c.worker_id IS DISTINCT FROM
+       (SELECT e.data ->> 'assignee_id' FROM job_events e
+         WHERE e.job_id = p_job_id AND e.version = p_version - 1)
+   AND NOT EXISTS (SELECT 1 FROM job_offers o
+                    WHERE o.job_id = p_job_id AND o.worker_id = c.worker_id)
+   AND NOT EXISTS (SELECT 1 FROM job_declines d
+                    WHERE d.job_id = p_job_id AND d.worker_id = c.worker_id)
+$$;
+
+
+--
+-- Name: dispatch_relay_due(timestamp with time zone, timestamp with time zone, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_relay_due(published_at timestamp with time zone, relayed_at timestamp with time zone, relay_claimed_until timestamp with time zone, p_resend_seconds double precision) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+SELECT published_at IS NULL
+   AND (relayed_at IS NULL OR relayed_at < now() - make_interval(secs => p_resend_seconds))
+   AND (relay_claimed_until IS NULL OR relay_claimed_until < now())
+$$;
+
+
+--
 -- Name: dispatch_time(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -712,6 +787,24 @@ CREATE FUNCTION public.dispatch_time(t timestamp with time zone) RETURNS text
     AS $$
   SELECT replace(to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '.000000Z', 'Z')
 $$;
+
+
+--
+-- Name: dispatch_unfinished(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_unfinished(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT status IN ('open', 'assigned', 'in_progress') $$;
+
+
+--
+-- Name: dispatch_untaken(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_untaken(status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT status IN ('open', 'cancelled', 'expired') $$;
 
 
 --

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from dispatch.outbox.sql import with_event
-
 OPEN_JOB = UUID("01935f7e-0000-7000-8000-000000000001")
 HELD_JOB = UUID("01935f7e-0000-7000-8000-000000000002")
 CHOICE_JOB = UUID("01935f7e-0000-7000-8000-000000000003")
@@ -41,7 +39,8 @@ WORKERS = {"worker-1": ("wash", "wax"), "worker-2": ("wash",)}
 
 # A sample job, born as create_job makes one (open, version 1, its event) but with its own id;
 # its window opens now and lasts thirty days. Nothing when it exists.
-MAKE_JOB = with_event("""
+MAKE_JOB = """
+WITH changed AS (
     INSERT INTO jobs (id, business_id, lat, lng, skills, window_start, window_end,
                       assignment, auto_pick)
     VALUES (%(job_id)s, %(business_id)s, 12.9716, 77.5946, %(skills)s,
@@ -49,7 +48,12 @@ MAKE_JOB = with_event("""
             CASE WHEN %(assignment)s = 'business_choice' THEN false END)
     ON CONFLICT (id) DO NOTHING
     RETURNING *, dispatch_job_json(jobs) AS document
-""")
+), event AS (
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+)
+SELECT id FROM changed
+"""
 
 
 def named_by(event: Any) -> list[UUID]:
@@ -95,7 +99,7 @@ def _make_job(conn: Any, job: UUID, spec: SampleJob) -> list[str]:
             "event_type": JobEventType.CREATED,
             "actor": spec.business,
         }
-        if conn.execute(MAKE_JOB.plain, params).fetchone() is None:
+        if conn.execute(MAKE_JOB, params).fetchone() is None:
             return []  # it exists: left as it is
         made.append(f"job {job} (open, posted by {spec.business}, {spec.assignment})")
         if spec.holder:

@@ -85,6 +85,16 @@ class KeyedRequest:
         }
 
 
+# The key's parameters of a statement that records the caller's key with its answer, when
+# there is no key: the statement records nothing (its `WHERE %(key)s::text IS NOT NULL`).
+NO_KEY: dict[str, Any] = {
+    "principal": None,
+    "key": None,
+    "fingerprint": None,
+    "answer_status": None,
+}
+
+
 @dataclass(frozen=True)
 class Answer:
     status: int

@@ -26,7 +26,6 @@ from psycopg import errors
 
 from dispatch.config import settings
 from dispatch.db import Connection
-from dispatch.jobs.sql import FINISHED
 from dispatch.observability import logger
 
 # The oldest finished jobs past the hot retention (%(hot_days)s since their last change) whose
@@ -34,10 +33,10 @@ from dispatch.observability import logger
 # (events_deleted_only_when_published) and no open or held job leaves
 # (jobs_deleted_only_when_finished). In updated_at order through jobs_recently_finished, so a
 # batch reads its %(batch_size)s jobs and no more however many wait.
-RETIRABLE_JOBS: LiteralString = f"""
+RETIRABLE_JOBS: LiteralString = """
 SELECT j.id, j.updated_at
   FROM jobs j
- WHERE j.status IN {FINISHED}
+ WHERE dispatch_finished(j.status)
    AND j.updated_at < now() - make_interval(days => %(hot_days)s)
    AND NOT EXISTS (SELECT 1 FROM job_events e
                     WHERE e.job_id = j.id AND e.published_at IS NULL)
@@ -49,11 +48,11 @@ SELECT j.id, j.updated_at
 
 # How many jobs wait still, counted up to %(cap)s (the run's metric; a count of every old job
 # would read the whole backlog every hour).
-RETIRABLE_LEFT: LiteralString = f"""
+RETIRABLE_LEFT: LiteralString = """
 SELECT count(*) AS left FROM (
     SELECT 1
       FROM jobs j
-     WHERE j.status IN {FINISHED}
+     WHERE dispatch_finished(j.status)
        AND j.updated_at < now() - make_interval(days => %(hot_days)s)
        AND NOT EXISTS (SELECT 1 FROM job_events e
                         WHERE e.job_id = j.id AND e.published_at IS NULL)

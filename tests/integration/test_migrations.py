@@ -84,13 +84,14 @@ SELECT p.oid::regprocedure::text AS signature FROM pg_proc p
 def test_the_accept_is_the_migrations_function_and_an_apply_leaves_it_alone(
     empty_database: str,
 ) -> None:
-    """The accept and who may hold a job are ordinary functions of migration 0049, one of
-    each (no overload left behind by an older signature); a later apply writes nothing."""
+    """The accept (migration 0052, keyed or not) and who may hold a job (0049) are ordinary
+    functions of the migrations, one of each (no overload left behind by an older signature,
+    no keyed copy of the accept); a later apply writes nothing."""
     everything = migrations.load(REPO_ROOT / "migrations")
     with db.connect(empty_database) as conn:
         migrations.apply(conn, everything)
         made = [r["signature"].split("(")[0] for r in conn.execute(FUNCTIONS).fetchall()]
-        assert made == ["dispatch_accept_job", "dispatch_accept_job_keyed", "dispatch_holding"]
+        assert made == ["dispatch_accept_job", "dispatch_holding"]
         assert migrations.apply(conn, everything) == []
         again = [r["signature"].split("(")[0] for r in conn.execute(FUNCTIONS).fetchall()]
         assert again == made

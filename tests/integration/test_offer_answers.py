@@ -18,13 +18,7 @@ from dispatch.config import settings
 from dispatch.jobs import commands
 from dispatch.jobs.models import TransitionEvent
 from dispatch.offers import inbox, market
-from dispatch.offers.sql import (
-    CANDIDATES,
-    LIKELY_CANDIDATES,
-    MARKET_ANSWERS,
-    OFFER_ANSWER,
-    QUALIFIED,
-)
+from dispatch.offers.sql import LIKELY_CANDIDATES, MARKET_ANSWERS
 from dispatch.workers import locations
 from dispatch.workers.models import WorkerPosition
 from tests.integration.conftest import Waves
@@ -35,29 +29,28 @@ SILENCE_S = 1  # the wave interval is 0 here: an unanswered offer is silence aft
 SETTLE_S = 2 * SILENCE_S
 
 # The statements the folds replaced, kept here only to hold the folded records to them.
-OLD_MARKET_ANSWERS = (
-    """
+OLD_MARKET_ANSWERS = """
 SELECT floor(r.distance_m / %(band_m)s)::int AS band, count(*) AS offers,
        count(*) FILTER (WHERE a.answer = 'accept') AS accepts
   FROM (SELECT o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
-          FROM job_offers o ORDER BY o.id DESC LIMIT %(sample)s) r"""
-    + OFFER_ANSWER
-    + """ WHERE a.answer <> 'pending'
+          FROM job_offers o ORDER BY o.id DESC LIMIT %(sample)s) r
+     CROSS JOIN LATERAL dispatch_offer_answer(r.job_id, r.job_version, r.worker_id,
+                                              r.created_at, %(silence_s)s::float8) a
+ WHERE a.answer <> 'pending'
    AND r.created_at > now() - make_interval(secs => %(history_s)s)
  GROUP BY 1 ORDER BY 1
 """
-)
-OLD_LIKELY_CANDIDATES = (
-    CANDIDATES
-    + """, market AS (
+OLD_LIKELY_CANDIDATES = """
+WITH market AS (
     SELECT coalesce(m.half_distance_m, %(half_m)s::float8) AS half_m,
            coalesce(m.door, %(door)s::float8) AS door
       FROM (SELECT) one
       LEFT JOIN offer_market m ON m.answers >= %(min_answers)s
 ), qualified AS (
-    SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating"""
-    + QUALIFIED
-    + """     ORDER BY c.distance_m
+    SELECT c.worker_id, c.distance_m, c.rating
+      FROM dispatch_offerable(%(job_id)s::uuid, %(version)s::integer,
+                              %(worker_ids)s::text[], %(distances)s::float8[]) c
+     ORDER BY c.distance_m
      LIMIT %(pool)s
 )
 SELECT q.worker_id, h.*
@@ -80,12 +73,12 @@ SELECT q.worker_id, h.*
              WHERE o.worker_id = q.worker_id
                AND o.created_at > now() - make_interval(secs => %(history_s)s)
              ORDER BY o.created_at DESC
-             LIMIT %(recent)s) r"""
-    + OFFER_ANSWER
-    + """ ) h
+             LIMIT %(recent)s) r
+     CROSS JOIN LATERAL dispatch_offer_answer(r.job_id, r.job_version, r.worker_id,
+                                              r.created_at, %(silence_s)s::float8) a
+ ) h
  ORDER BY q.distance_m
 """
-)
 RECORD = ("offers", "accepts", "declines", "silences", "releases", "leases_run_out", "expected")
 
 

@@ -38,7 +38,9 @@ from tests.support import (
 )
 
 HERE = (12.9716, 77.5946)
-WAVE_GAP_SECONDS = 1
+# Long enough that wave 2 is still waiting after the first wave's drains on a loaded machine
+# (1 s was not, with other work beside the suite).
+WAVE_GAP_SECONDS = 4
 BUSINESS_ID = "business-1"
 
 

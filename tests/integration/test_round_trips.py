@@ -19,9 +19,10 @@ def test_accept_happy_path_is_one_round_trip(api: Api) -> None:
     # One statement, its own transaction: the call of the function that runs the conditional
     # UPDATE, its event, and the key with its answer (a key already taken would fail it whole).
     (statement,) = wire.statements
-    assert statement.startswith("SELECT * FROM dispatch_accept_job_keyed("), statement
+    assert statement.strip().startswith("SELECT * FROM dispatch_accept_job("), statement
+    assert "p_key =>" in statement, statement
     schema = (REPO_ROOT / "migrations" / "schema.sql").read_text()
-    function = schema.split("CREATE FUNCTION public.dispatch_accept_job_keyed(")[1].split("$$;")[0]
+    function = schema.split("CREATE FUNCTION public.dispatch_accept_job(")[1].split("$$;")[0]
     for part in ("UPDATE jobs", "dispatch_holding", "INSERT INTO job_events"):
         assert part in function, part
     assert "INSERT INTO idempotency_keys" in function

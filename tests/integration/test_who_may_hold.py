@@ -6,7 +6,7 @@ from the outside: the failure reads return exactly the causes the rules name, an
 the one definition changes every path at once.
 """
 
-from pathlib import Path
+import re
 from typing import Any
 
 import psycopg
@@ -14,8 +14,8 @@ import psycopg
 from dispatch.choice import sql as choice_sql
 from dispatch.choice.rules import APPLY_REFUSALS, ASSIGN_REFUSALS
 from dispatch.db import Connection
+from dispatch.idempotency import NO_KEY
 from dispatch.jobs import sql as jobs_sql
-from dispatch.jobs.models import LIVE_STATUSES
 from dispatch.jobs.rules import ACCEPT_CAUSES
 from dispatch.offers import sql as offers_sql
 from dispatch_local import REPO_ROOT
@@ -64,25 +64,29 @@ def test_no_path_spells_a_cause_of_its_own() -> None:
     }
     assert {path: s for path, s in found.items() if s} == {}
     for statement in (
-        choice_sql.ASSIGN_JOB.plain,
+        choice_sql.ASSIGN_JOB,
         choice_sql.APPLY,
         choice_sql.ASSIGN_FAILURE_FACTS,
         choice_sql.APPLY_FAILURE_FACTS,
         choice_sql.APPLICANTS,
         choice_sql.BEST_APPLICANT,
         jobs_sql.ACCEPT_FAILURE_FACTS,
-        offers_sql.MAKE_OFFERS,
-        offers_sql.LIKELY_CANDIDATES,
     ):
         assert "dispatch_holding(j, " in statement, statement
+    # The offers' candidates: dispatch_offerable (migration 0054), whose rule is may_hold.
+    for statement in (offers_sql.MAKE_OFFERS, offers_sql.LIKELY_CANDIDATES):
+        assert "dispatch_offerable(" in statement, statement
+    offerable = (REPO_ROOT / "migrations" / "0054_offer_rules.sql").read_text()
+    assert "dispatch_holding(j, c.worker_id) h\n WHERE h.may_hold" in offerable
 
 
-def test_the_live_statuses_of_the_definition_are_the_models(conn: Connection) -> None:
+def test_free_is_read_from_the_one_set_of_live_statuses(conn: Connection) -> None:
+    """dispatch_holding's worker_free asks dispatch_live (migration 0053), whose set
+    test_one_source holds to the models', rather than spelling the statuses again."""
     row = conn.execute("SELECT pg_get_functiondef('dispatch_holding'::regproc) AS d").fetchone()
     assert row is not None
-    live = "(" + ", ".join(f"'{s}'" for s in sorted(s.value for s in LIVE_STATUSES)) + ")"
-    assert live == jobs_sql.LIVE
-    assert f"live.status IN {live}" in row["d"]
+    assert "dispatch_live(live.status)" in row["d"]
+    assert "'in_progress'" not in row["d"]
 
 
 def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool]:
@@ -110,11 +114,11 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
     change = {"lease_seconds": 600, "event_type": "job.assigned", "actor": WORKER, "version": None}
     for path, statement, params in (
         ("nearest's offers", offers_sql.MAKE_OFFERS, offer),
-        ("accept", jobs_sql.ACCEPT_JOB.keyed, {"job_id": first_come, "worker_id": WORKER, **KEY}),
+        ("accept", jobs_sql.ACCEPT_JOB, {"job_id": first_come, "worker_id": WORKER, **KEY}),
         (
             "assign",
-            choice_sql.ASSIGN_JOB.plain,
-            {"job_id": choice, "worker_id": WORKER, "business_id": "biz"},
+            choice_sql.ASSIGN_JOB,
+            {"job_id": choice, "worker_id": WORKER, "business_id": "biz", **NO_KEY},
         ),
     ):
         with conn.transaction():  # each change undone at once (psycopg.Rollback)
@@ -154,10 +158,20 @@ def test_changing_the_definition_changes_every_path(conn: Connection) -> None:
     assert every_path(conn, first_come, choice) == paths  # the definition is back
 
 
-def test_the_definition_is_written_in_one_migration() -> None:
-    made = [
-        path.name
+MAKES_HOLDING = re.compile(r"CREATE (?:OR REPLACE )?FUNCTION dispatch_holding\(")
+
+
+def test_the_definition_is_made_once_and_only_replaced_whole() -> None:
+    """0049 makes it; a later rule is a migration that replaces it whole (CREATE OR REPLACE:
+    one function in force, read whole in migrations/schema.sql), never a second one."""
+    made = {
+        path.name: re.findall(
+            r"CREATE (?:OR REPLACE )?FUNCTION dispatch_holding\(", path.read_text()
+        )
         for path in sorted((REPO_ROOT / "migrations").glob("[0-9]*.sql"))
-        if "FUNCTION dispatch_holding(" in Path(path).read_text()
-    ]
-    assert made == ["0049_who_may_hold.sql"]
+    }
+    made = {name: found for name, found in made.items() if found}
+    assert made == {
+        "0049_who_may_hold.sql": ["CREATE FUNCTION dispatch_holding("],
+        "0053_job_statuses.sql": ["CREATE OR REPLACE FUNCTION dispatch_holding("],
+    }

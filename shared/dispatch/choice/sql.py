@@ -10,13 +10,12 @@ writes: jobs_choice_goes_to_an_applicant, job_applications_only_while_choosing.
 
 from typing import LiteralString
 
-from dispatch.outbox.sql import with_event
-
 # The assign: the accept's claim (status, assignee, lease cut at the window's end, version), on
 # the business's terms: the owner (a stranger hears NOT_FOUND), at the version it chose on (the
 # auto-pick sends none: it chooses on the row), and may_assign. Its job.assigned event names
 # who chose as the actor (the business, or the auto-pick).
-ASSIGN_JOB = with_event("""
+ASSIGN_JOB: LiteralString = """
+WITH changed AS (
     UPDATE jobs AS j
        SET status = 'assigned',
            assignee_id = %(worker_id)s,
@@ -29,7 +28,20 @@ ASSIGN_JOB = with_event("""
        AND (SELECT h.may_assign
               FROM dispatch_holding(j, %(worker_id)s, %(version)s::integer) h)
     RETURNING j.*, dispatch_job_json(j) AS document
-""")
+), event AS (  -- the change's one event (job_events_one_per_change), in the same statement
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+), answers AS (
+    SELECT *, document::text AS answer FROM changed
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           answer
+      FROM answers
+     WHERE %(key)s::text IS NOT NULL
+)
+SELECT * FROM answers
+"""
 
 # Only on the failure path: the job's state, the ownership and each cause of may_assign.
 ASSIGN_FAILURE_FACTS: LiteralString = """

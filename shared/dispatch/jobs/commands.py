@@ -3,7 +3,7 @@ caller's idempotency key, the same statement records the key with its answer (on
 trip), and a change that matched nothing reads why, once."""
 
 import json
-from typing import Any
+from typing import Any, LiteralString
 from uuid import UUID
 
 from psycopg import errors
@@ -13,7 +13,7 @@ from dispatch.auth import Caller
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
-from dispatch.idempotency import KeyedRequest
+from dispatch.idempotency import NO_KEY, KeyedRequest
 from dispatch.jobs import photos, rules, sql
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS
 from dispatch.jobs.models import (
@@ -24,7 +24,6 @@ from dispatch.jobs.models import (
     Photo,
     TransitionEvent,
 )
-from dispatch.outbox.sql import Change
 
 
 def create_job(
@@ -171,12 +170,16 @@ def rate_job(
 
 
 def run(
-    conn: Connection, change: Change, key: KeyedRequest | None, status: int, params: dict[str, Any]
+    conn: Connection,
+    change: LiteralString,
+    key: KeyedRequest | None,
+    status: int,
+    params: dict[str, Any],
 ) -> DictRow | None:
-    """The change alone, or with the caller's key and its answer in the same statement."""
-    if key is None:
-        return conn.execute(change.plain, params).fetchone()
-    return conn.execute(change.keyed, {**params, **key.answering(status)}).fetchone()
+    """The change and its event; given the caller's key, the key with its answer as well, in
+    the same statement."""
+    answering = NO_KEY if key is None else key.answering(status)
+    return conn.execute(change, {**params, **answering}).fetchone()
 
 
 SWEEPER = "system:lease-sweeper"
@@ -193,11 +196,11 @@ def expire_ended(conn: Connection, batch_size: int) -> list[Job]:
 
 
 def _sweep(
-    conn: Connection, statement: Change, event_type: JobEventType, batch_size: int
+    conn: Connection, statement: LiteralString, event_type: JobEventType, batch_size: int
 ) -> list[Job]:
     with conn.transaction():
         rows = conn.execute(
-            statement.plain,
+            statement,
             {"batch_size": batch_size, "event_type": event_type, "actor": SWEEPER},
         ).fetchall()
     return [Job.from_document(row["document"], row["answer"]) for row in rows]

@@ -3,31 +3,47 @@
 The WHERE clause is the lock: Postgres serialises updates to one row, so of N concurrent
 claimers exactly one matches and the rest match zero rows. No SELECT ... FOR UPDATE, no
 advisory lock, no retry loop.
+
+Every statement is written whole. A change writes its one event in the same statement (the
+outbox: job_events_one_per_change makes a second impossible), and a change a caller asks for
+also records the caller's idempotency key with its answer, so that the change, the event, the
+key and the answer commit together in one round trip (a key already taken raises
+idempotency_keys_pkey, and the statement undoes itself). Without a key (`idempotency.NO_KEY`:
+the key's parameters NULL) nothing is recorded. The sweeps take no key.
 """
 
 from typing import LiteralString
 
-from dispatch.outbox.sql import Change, with_event
-
 # A job is born open at version 1, with its `job.created` event.
-CREATE_JOB = with_event("""
+CREATE_JOB: LiteralString = """
+WITH changed AS (
     INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating,
                       assignment, auto_pick, choose_within_s, choose_by, offer_first_to)
     VALUES (%(business_id)s, %(lat)s, %(lng)s, %(skills)s, %(window_start)s, %(window_end)s,
             %(min_rating)s, %(assignment)s, %(auto_pick)s, %(choose_within_s)s::integer,
             now() + make_interval(secs => %(choose_within_s)s::integer), %(offer_first_to)s)
     RETURNING *, dispatch_job_json(jobs) AS document
-""")
+), event AS (  -- the change's one event (job_events_one_per_change), in the same statement
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+), answers AS (
+    SELECT *, document::text AS answer FROM changed
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           answer
+      FROM answers
+     WHERE %(key)s::text IS NOT NULL
+)
+SELECT * FROM answers
+"""
 
-# The job's statuses as sets, each written once for every statement here and in the other
-# packages (tests/integration/test_one_source.py holds them to models.JobStatus, to
-# LIVE_STATUSES, FINISHED_STATUSES and TAKEN_STATUSES, and to the indexes and checks of the
-# migrations; tests/integration/test_who_may_hold.py holds dispatch_holding's "worker_free" to
-# LIVE).
-LIVE: LiteralString = "('assigned', 'in_progress')"  # a worker holds the job
-FINISHED: LiteralString = "('completed', 'cancelled', 'expired')"  # nothing moves it any more
-UNFINISHED: LiteralString = "('open', 'assigned', 'in_progress')"
-UNTAKEN: LiteralString = "('open', 'cancelled', 'expired')"  # nobody is assigned
+# The job's statuses as sets (a worker holds it: live; nothing moves it any more: finished;
+# unfinished; untaken) are written once, in SQL: dispatch_live, dispatch_finished,
+# dispatch_unfinished and dispatch_untaken (migration 0053), inlined where they are called, so
+# a statement still proves the partial indexes written with the same set
+# (tests/integration/test_one_source.py holds them to models.JobStatus's sets and to the
+# indexes).
 
 # Who may hold a job is written once, in SQL: dispatch_holding (migration 0049), one row of
 # named booleans per (job, worker), each cause once and each path's rule (may_accept,
@@ -36,24 +52,18 @@ UNTAKEN: LiteralString = "('open', 'cancelled', 'expired')"  # nobody is assigne
 # the failure reads below name a refused command's causes from the same columns.
 
 # First come's hot path: the accept, an ordinary plpgsql function written whole in migration
-# 0049 (dispatch_accept_job, and dispatch_accept_job_keyed, which also records the caller's
-# idempotency key with its answer): Postgres keeps its plan per server connection without a
-# prepared statement (which RDS Proxy would pin the connection for). The UPDATE's WHERE clause
-# is the lock: of N concurrent claimers exactly one matches, the rest match zero rows.
-ACCEPT_JOB = Change(
-    plain="""SELECT * FROM dispatch_accept_job(
+# 0052 (dispatch_accept_job; given the caller's idempotency key, it also records the key with
+# its answer): Postgres keeps its plan per server connection without a prepared statement
+# (which RDS Proxy would pin the connection for). The UPDATE's WHERE clause is the lock: of N
+# concurrent claimers exactly one matches, the rest match zero rows.
+ACCEPT_JOB: LiteralString = """
+SELECT * FROM dispatch_accept_job(
     p_actor => %(actor)s::text, p_event_type => %(event_type)s::text,
     p_job_id => %(job_id)s::uuid, p_lease_seconds => %(lease_seconds)s::integer,
-    p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text)
-""",
-    keyed="""SELECT * FROM dispatch_accept_job_keyed(
-    p_actor => %(actor)s::text, p_answer_status => %(answer_status)s::integer,
-    p_event_type => %(event_type)s::text, p_fingerprint => %(fingerprint)s::text,
-    p_job_id => %(job_id)s::uuid, p_key => %(key)s::text,
-    p_lease_seconds => %(lease_seconds)s::integer, p_principal => %(principal)s::text,
-    p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text)
-""",
-)
+    p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text,
+    p_principal => %(principal)s::text, p_key => %(key)s::text,
+    p_fingerprint => %(fingerprint)s::text, p_answer_status => %(answer_status)s::integer)
+"""
 
 # Only on the failure path: one read of the job's state and of each cause of may_accept, by
 # name, from dispatch_holding; rules.accept_refusal names the cause.
@@ -115,12 +125,13 @@ ORDER BY version, after_the_change, id
 # end at most; any other target ends it. Check-in and start happen only while the window lasts
 # (`within_window`). jobs_photo_gate, the photo triggers and jobs_held_only_within_the_window
 # refuse the same things again.
-TRANSITION_JOB = with_event(f"""
+TRANSITION_JOB: LiteralString = """
+WITH changed AS (
     UPDATE jobs
        SET status = %(target)s,
-           assignee_id = CASE WHEN %(target)s IN {UNTAKEN} THEN NULL
+           assignee_id = CASE WHEN dispatch_untaken(%(target)s) THEN NULL
                               ELSE assignee_id END,
-           before_photo_id = CASE WHEN %(target)s IN {UNTAKEN} THEN NULL
+           before_photo_id = CASE WHEN dispatch_untaken(%(target)s) THEN NULL
                                   ELSE before_photo_id END,
            lease_expires_at = CASE WHEN %(target)s = 'assigned'
                                    THEN least(now() + make_interval(secs => %(lease_seconds)s),
@@ -136,7 +147,20 @@ TRANSITION_JOB = with_event(f"""
        AND (%(needs)s::text IS DISTINCT FROM 'after' OR after_photo_id IS NOT NULL)
        AND (NOT %(within_window)s OR window_end > now())
     RETURNING *, dispatch_job_json(jobs) AS document
-""")
+), event AS (  -- the change's one event (job_events_one_per_change), in the same statement
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+), answers AS (
+    SELECT *, document::text AS answer FROM changed
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           answer
+      FROM answers
+     WHERE %(key)s::text IS NOT NULL
+)
+SELECT * FROM answers
+"""
 
 # Only on the failure path of a transition or a photo attach: the job as the caller may know it.
 # `acted` tells whether the caller ever acted on the job (a past assignee may learn that it
@@ -151,7 +175,8 @@ SELECT j.status, j.version, j.assignee_id, j.business_id,
 
 # Attach a photo to its slot: the caller holds the job, the slot is open (before: assigned,
 # after: in progress), the photo is the caller's, and it is not already the other photo.
-ATTACH_PHOTO = with_event("""
+ATTACH_PHOTO: LiteralString = """
+WITH changed AS (
     UPDATE jobs
        SET before_photo_id = CASE WHEN %(slot)s = 'before' THEN %(photo_id)s::uuid
                                   ELSE before_photo_id END,
@@ -166,12 +191,25 @@ ATTACH_PHOTO = with_event("""
        AND %(photo_id)s::uuid IS DISTINCT FROM
            (CASE WHEN %(slot)s = 'before' THEN after_photo_id ELSE before_photo_id END)
     RETURNING *, dispatch_job_json(jobs) AS document
-""")
+), event AS (  -- the change's one event (job_events_one_per_change), in the same statement
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+), answers AS (
+    SELECT *, document::text AS answer FROM changed
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           answer
+      FROM answers
+     WHERE %(key)s::text IS NOT NULL
+)
+SELECT * FROM answers
+"""
 
 # Rate the work: the owning business, once the job is completed, once (jobs_rated_once). The
 # worker's count and sum of stars move in the same statement (their rating is generated).
-RATE_JOB = with_event(
-    """
+RATE_JOB: LiteralString = """
+WITH changed AS (
     UPDATE jobs
        SET rating = %(stars)s,
            version = version + 1,
@@ -181,18 +219,29 @@ RATE_JOB = with_event(
        AND status = 'completed'
        AND rating IS NULL
     RETURNING *, dispatch_job_json(jobs) AS document
-""",
-    also=""",
-rated AS (
+), event AS (  -- the change's one event (job_events_one_per_change), in the same statement
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+), rated AS (
     INSERT INTO workers (id, ratings, stars)
     SELECT assignee_id, 1, %(stars)s FROM changed
     ON CONFLICT (id) DO UPDATE
        SET ratings = workers.ratings + 1, stars = workers.stars + excluded.stars,
            updated_at = now()
-)""",
-    answer="""(SELECT row_to_json(rated)
-                 FROM (SELECT id AS job_id, assignee_id AS worker_id, rating AS stars) rated)""",
+), answers AS (  -- the answer is the rating, not the job
+    SELECT *, (SELECT row_to_json(rated)
+                 FROM (SELECT id AS job_id, assignee_id AS worker_id, rating AS stars) rated
+              )::text AS answer
+      FROM changed
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           answer
+      FROM answers
+     WHERE %(key)s::text IS NOT NULL
 )
+SELECT * FROM answers
+"""
 
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping
 # sweepers never wait for or double-process each other, reopened by a conditional UPDATE that
@@ -201,7 +250,8 @@ rated AS (
 # one expired lease among millions of jobs, re-ran its LIMIT per outer row and one "batch of 100"
 # reopened thousands (issue 35). A batch is at most %(batch_size)s whatever the table holds.
 # Only while the window lasts: a job nobody may take any more expires instead (below).
-REOPEN_EXPIRED = with_event("""
+REOPEN_EXPIRED: LiteralString = """
+WITH changed AS (
     UPDATE jobs j
        SET status = 'open',
            assignee_id = NULL,
@@ -220,7 +270,12 @@ REOPEN_EXPIRED = with_event("""
        AND j.lease_expires_at <= now()
        AND j.window_end > now()
     RETURNING j.*, dispatch_job_json(j) AS document
-""")
+), event AS (  -- the change's one event (job_events_one_per_change), in the same statement
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+)
+SELECT *, document::text AS answer FROM changed
+"""
 
 # Windows that ended: an open job can no longer be taken, nor can an assigned one go on (its
 # lease ended with the window at the latest, and check-in and start are over); the sweeper
@@ -228,7 +283,8 @@ REOPEN_EXPIRED = with_event("""
 # event, never a job.reopened (reopening would offer a job nobody may take). The lease test
 # is implied by the window's (jobs_lease_within_window) and lets the planner use
 # jobs_lease_expiry. A batch is an array computed once, as above.
-EXPIRE_ENDED = with_event("""
+EXPIRE_ENDED: LiteralString = """
+WITH changed AS (
     UPDATE jobs j
        SET status = 'expired',
            assignee_id = NULL,
@@ -247,7 +303,12 @@ EXPIRE_ENDED = with_event("""
        AND (j.status = 'open' OR (j.status = 'assigned' AND j.lease_expires_at <= now()))
        AND j.window_end <= now()
     RETURNING j.*, dispatch_job_json(j) AS document
-""")
+), event AS (  -- the change's one event (job_events_one_per_change), in the same statement
+    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
+)
+SELECT *, document::text AS answer FROM changed
+"""
 
 
 # Open jobs within %(radius_m)s of a point that the worker qualifies for, nearest first:

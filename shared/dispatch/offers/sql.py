@@ -11,7 +11,12 @@ SELECT dispatch_job_json(j) AS document FROM jobs j
 # The same, holding the row (FOR SHARE) until commit: an accept that commits first leaves
 # nothing to lock; one that comes later waits for the offers to commit
 # (job_offers_only_while_open, the database's own guard, locks the same way).
-LOCK_OPEN_JOB: LiteralString = OPEN_JOB + "   FOR SHARE"
+LOCK_OPEN_JOB: LiteralString = """
+SELECT dispatch_job_json(j) AS document FROM jobs j
+ WHERE j.id = %(job_id)s AND j.status = 'open' AND j.version = %(version)s
+   AND j.window_end > now()
+   FOR SHARE
+"""
 
 # A wave runs once per round: its row is the proof (offer_waves primary key).
 START_WAVE: LiteralString = """
@@ -21,43 +26,22 @@ ON CONFLICT DO NOTHING
 RETURNING wave
 """
 
-# Who may be offered the job in this round, from the candidates (nearest first, from Redis,
-# in the CTE `candidate`): whoever may hold it (dispatch_holding's may_hold, migration 0049:
-# every skill, the rating the job asks for, not blocked, no live job), never offered or
-# declined this job, and not whoever held the job just before it opened (whose lease ran out,
-# or who released it), read from the previous event. One rule for every policy
-# (dispatch.offers.policy).
-QUALIFIED: LiteralString = """
-      FROM candidate c
-      JOIN jobs j ON j.id = %(job_id)s
-      LEFT JOIN workers w ON w.id = c.worker_id
-     CROSS JOIN LATERAL dispatch_holding(j, c.worker_id) h
-     WHERE h.may_hold
-       AND c.worker_id IS DISTINCT FROM
-           (SELECT e.data ->> 'assignee_id' FROM job_events e
-             WHERE e.job_id = %(job_id)s AND e.version = %(version)s - 1)
-       AND NOT EXISTS (SELECT 1 FROM job_offers o
-                        WHERE o.job_id = %(job_id)s AND o.worker_id = c.worker_id)
-       AND NOT EXISTS (SELECT 1 FROM job_declines d
-                        WHERE d.job_id = %(job_id)s AND d.worker_id = c.worker_id)
-"""
-CANDIDATES: LiteralString = """
-WITH candidate AS (
-    SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[])
-        AS c(worker_id, distance_m)
-)"""
+# Who may be offered the job in this round is one rule, in SQL: dispatch_offerable (migration
+# 0054: whoever may hold it by dispatch_holding's may_hold, never offered or declined this job,
+# not its holder just before this round), from the candidates (nearest first, from Redis), for
+# every policy (dispatch.offers.policy).
 
-# The seed's policy (`nearest`): the qualified candidates nearest first, rating breaking ties
+# The seed's policy (`nearest`): the offerable candidates nearest first, rating breaking ties
 # within a band; each chosen worker gets one job_offers row (job_offers_once_per_worker) and
 # one offer.created event, which says why (`why`: the distance, the ratings, the rank).
-MAKE_OFFERS: LiteralString = (
-    CANDIDATES
-    + """, chosen AS (
-    SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating,
+MAKE_OFFERS: LiteralString = """
+WITH chosen AS (
+    SELECT c.worker_id, c.distance_m, c.rating,
            row_number() OVER (ORDER BY floor(c.distance_m / %(tie_band_m)s),
-                                       w.rating DESC NULLS LAST, c.distance_m) AS rank"""
-    + QUALIFIED
-    + """     ORDER BY floor(c.distance_m / %(tie_band_m)s), w.rating DESC NULLS LAST, c.distance_m
+                                       c.rating DESC NULLS LAST, c.distance_m) AS rank
+      FROM dispatch_offerable(%(job_id)s::uuid, %(version)s::integer,
+                              %(worker_ids)s::text[], %(distances)s::float8[]) c
+     ORDER BY floor(c.distance_m / %(tie_band_m)s), c.rating DESC NULLS LAST, c.distance_m
      LIMIT %(size)s
 ), offered AS (
     INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m)
@@ -77,47 +61,10 @@ SELECT %(job_id)s, 'offer.created', %(version)s, o.created_at,
   FROM offered o JOIN chosen c USING (worker_id)
 RETURNING id
 """
-)
 
-# How a worker answered one offer (`r`: the offer's job_id, job_version, worker_id and
-# created_at), from what the product records and nothing else: a decline (job_declines), an
-# accept (the job's next version is job.assigned to them; job_events_one_per_change makes it
-# one lookup), or silence (neither, and the job stayed open %(silence_s)s after the offer, or
-# still is); else still pending. A lost accept race leaves no record: it reads as silence.
-# `ending`: what became of an accept (job.released, or job.reopened when the lease ran out);
-# `seconds`: from the offer to the answer. One rule for the records folded once (FOLD_ANSWERS:
-# the market's and each worker's) and for a worker's offers since (LIKELY_CANDIDATES). Each
-# look-up is a LATERAL with LIMIT 1 on a unique key, so it stays a probe of that key's index: as
-# plain joins the planner hashed all of job_declines for a batch of offers, a scan that grew
-# with history.
-OFFER_ANSWER: LiteralString = """
-      LEFT JOIN LATERAL (SELECT d.worker_id, d.declined_at FROM job_declines d
-                          WHERE d.job_id = r.job_id AND d.worker_id = r.worker_id
-                          LIMIT 1) d ON true
-      LEFT JOIN LATERAL (SELECT e.type, e.data, e.occurred_at FROM job_events e
-                          WHERE e.job_id = r.job_id AND e.version = r.job_version + 1
-                          LIMIT 1) taken ON true
-      LEFT JOIN LATERAL (SELECT e.type FROM job_events e
-                          WHERE e.job_id = r.job_id AND e.version = r.job_version + 2
-                          LIMIT 1) later ON true
-     CROSS JOIN LATERAL (
-        SELECT CASE
-                 WHEN d.worker_id IS NOT NULL THEN 'decline'
-                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = r.worker_id
-                   THEN 'accept'
-                 WHEN coalesce(taken.occurred_at, now()) - r.created_at
-                      >= make_interval(secs => %(silence_s)s) THEN 'silence'
-                 ELSE 'pending'
-               END AS answer,
-               CASE WHEN taken.type = 'job.assigned'
-                     AND taken.data ->> 'assignee_id' = r.worker_id THEN later.type END AS ending,
-               extract(epoch FROM CASE
-                 WHEN d.worker_id IS NOT NULL THEN d.declined_at - r.created_at
-                 WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = r.worker_id
-                   THEN taken.occurred_at - r.created_at
-               END)::float8 AS seconds
-     ) a
-"""
+# How a worker answered an offer (decline, accept, silence or pending; what became of an
+# accept; how long it took) is one rule, in SQL: dispatch_offer_answer (migration 0054), read
+# by the records folded once (FOLD_ANSWERS) and by a worker's offers since (LIKELY_CANDIDATES).
 
 # The market's answers by distance band (%(band_m)s wide): how many answered offers, and how
 # many said yes, folded once (FOLD_ANSWERS) and decayed to now. The sweeper fits the market's
@@ -138,18 +85,9 @@ ON CONFLICT (id) DO UPDATE
        answers = excluded.answers, fitted_at = now()
 """
 
-# The market's curve the policy reads offers with (`curve`: offer_market's, once fit on at
-# least %(min_answers)s answers, else the configured %(half_m)s and %(door)s). One row, and
-# planned as one (LIMIT 1): a row count guessed for an unanalyzed table (hundreds) multiplied
-# every candidate's and offer's cost until the plan was JIT-compiled, seconds of it.
-CURVE: LiteralString = """
-curve AS (
-    SELECT coalesce(m.half_distance_m, %(half_m)s::float8) AS half_m,
-           coalesce(m.door, %(door)s::float8) AS door
-      FROM (SELECT) one
-      LEFT JOIN LATERAL (SELECT * FROM offer_market m WHERE m.answers >= %(min_answers)s
-                          LIMIT 1) m ON true
-)"""
+# The market's curve the `likely` policy reads offers with is one rule, in SQL:
+# dispatch_market_curve (migration 0054: offer_market's once fit on %(min_answers)s answers,
+# else the configured %(half_m)s and %(door)s; one row, planned as one).
 
 # Each offer's answer folded once, into records kept as they change (migration 0048): the
 # market's by distance band (offer_market_bands, %(band_m)s wide) and each worker's
@@ -160,19 +98,19 @@ curve AS (
 # at most %(batch)s, and no further back than the history; only those made %(settle_s)s ago or
 # more, whose answer can no longer change (its silence ran out, and an accept's lease ended:
 # market.settle_seconds), and whose transaction has long committed (an id range is then
-# complete). Each answer by OFFER_ANSWER (one rule); one still `pending` then was overtaken
+# complete). Each answer by dispatch_offer_answer (one rule); one still `pending` then was overtaken
 # (the job changed before the silence ran out) and is passed over, as the counts always did.
-# `expected` reads each offer with the market's curve standing now (CURVE).
-FOLD_ANSWERS: LiteralString = (
-    """
+# `expected` reads each offer with the market's curve standing now (dispatch_market_curve).
+FOLD_ANSWERS: LiteralString = """
 WITH cursor AS (
     SELECT greatest(f.last_offer_id,
                     dispatch_uuid7_floor(now() - make_interval(secs => %(history_s)s))) AS after
       FROM offer_answers_folded f
        FOR UPDATE
-), """
-    + CURVE
-    + """, r AS (
+), curve AS (
+    SELECT * FROM dispatch_market_curve(%(half_m)s::float8, %(door)s::float8,
+                                        %(min_answers)s::integer)
+), r AS (
     SELECT o.id, o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
       FROM job_offers o
      WHERE o.id > (SELECT after FROM cursor)
@@ -184,9 +122,10 @@ WITH cursor AS (
            dispatch_decayed(1, r.created_at, now(), %(history_s)s) AS weight,
            1 / (1 + (r.distance_m / curve.half_m) ^ 2) AS near
       FROM r
-     CROSS JOIN curve"""
-    + OFFER_ANSWER
-    + """     WHERE a.answer <> 'pending'
+     CROSS JOIN curve
+     CROSS JOIN LATERAL dispatch_offer_answer(r.job_id, r.job_version, r.worker_id,
+                                              r.created_at, %(silence_s)s::float8) a
+     WHERE a.answer <> 'pending'
 ), bands AS (
     INSERT INTO offer_market_bands AS b (band, offers, accepts, as_of)
     SELECT floor(distance_m / %(band_m)s)::int, sum(weight),
@@ -242,34 +181,35 @@ WITH cursor AS (
 )
 SELECT count(*) AS folded FROM r
 """
-)
 
 # The `likely` policy's view of the nearest %(pool)s qualified candidates: what each did with
-# their offers (OFFER_ANSWER), each answer weighted by its age (exp(-age / %(history_s)s)):
+# their offers (dispatch_offer_answer), each answer weighted by its age (exp(-age / %(history_s)s)):
 # their record folded so far (worker_answers, FOLD_ANSWERS, decayed to now) and their offers
 # since (after the fold's cursor: the last few minutes, the latest %(recent)s at most) read
 # live, so that a "no" counts at once. When the answers add up to more than %(recent)s, every
 # count is scaled to %(recent)s (a worker's record weighs like their latest %(recent)s offers,
-# so that the prior keeps its weight against it). The market's curve reads them (CURVE). An
-# accept that ended in job.released or job.reopened (the lease ran out) is counted too.
+# so that the prior keeps its weight against it). The market's curve reads them
+# (dispatch_market_curve). An accept that ended in job.released or job.reopened (the lease ran
+# out) is counted too.
 # `expected` is how many yeses their offers' distances alone would predict (1 / (1 + (d /
 # half)^2) each), so that a worker offered far jobs is not taken for a worker who says no.
 # `round_declines`: the declines this job already had in this round.
-LIKELY_CANDIDATES: LiteralString = (
-    CANDIDATES
-    + ", "
-    + CURVE
-    + """, folded AS (
+LIKELY_CANDIDATES: LiteralString = """
+WITH curve AS (
+    SELECT * FROM dispatch_market_curve(%(half_m)s::float8, %(door)s::float8,
+                                        %(min_answers)s::integer)
+), folded AS (
     SELECT greatest(f.last_offer_id,
                     dispatch_uuid7_floor(now() - make_interval(secs => %(history_s)s))) AS after,
            greatest(f.last_offer_at, now() - make_interval(secs => %(history_s)s))
                - make_interval(secs => %(settle_s)s) AS after_at
       FROM offer_answers_folded f
-     LIMIT 1  -- one row (offer_answers_folded_one_row), planned as one (CURVE)
+     LIMIT 1  -- one row (offer_answers_folded_one_row), planned as one
 ), qualified AS (
-    SELECT c.worker_id, c.distance_m, w.rating::float8 AS rating"""
-    + QUALIFIED
-    + """     ORDER BY c.distance_m
+    SELECT c.worker_id, c.distance_m, c.rating
+      FROM dispatch_offerable(%(job_id)s::uuid, %(version)s::integer,
+                              %(worker_ids)s::text[], %(distances)s::float8[]) c
+     ORDER BY c.distance_m
      LIMIT %(pool)s
 )
 SELECT q.worker_id, q.distance_m, q.rating,
@@ -303,9 +243,10 @@ SELECT q.worker_id, q.distance_m, q.rating,
              WHERE o.worker_id = q.worker_id
                AND o.created_at > folded.after_at AND o.id > folded.after
              ORDER BY o.created_at DESC
-             LIMIT %(recent)s) r"""
-    + OFFER_ANSWER
-    + """     CROSS JOIN LATERAL (SELECT dispatch_decayed(1, r.created_at, now(), %(history_s)s)
+             LIMIT %(recent)s) r
+     CROSS JOIN LATERAL dispatch_offer_answer(r.job_id, r.job_version, r.worker_id,
+                                              r.created_at, %(silence_s)s::float8) a
+     CROSS JOIN LATERAL (SELECT dispatch_decayed(1, r.created_at, now(), %(history_s)s)
                             AS weight) t
  ) live
  CROSS JOIN LATERAL (
@@ -334,7 +275,6 @@ SELECT q.worker_id, q.distance_m, q.rating,
  ) h
  ORDER BY q.distance_m
 """
-)
 
 # The `likely` policy's choice, written like the seed's: one job_offers row per chosen worker
 # (job_offers_once_per_worker) and one offer.created event, which also records why the worker

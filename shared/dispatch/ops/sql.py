@@ -2,20 +2,18 @@
 
 from typing import LiteralString
 
-from dispatch.jobs.sql import FINISHED, LIVE, UNFINISHED
-
 # Jobs in the box, oldest first: the unfinished ones (jobs_live_by_place), and those that finished
 # in the last hour (jobs_recently_finished); each branch's first condition lets the planner
 # use its partial index.
-JOBS_IN_BOX: LiteralString = f"""
+JOBS_IN_BOX: LiteralString = """
 SELECT document FROM (
     SELECT dispatch_job_json(j) AS document, j.created_at FROM jobs j
-     WHERE j.status IN {UNFINISHED} AND j.status = ANY(%(statuses)s)
+     WHERE dispatch_unfinished(j.status) AND j.status = ANY(%(statuses)s)
        AND j.lat BETWEEN %(min_lat)s AND %(max_lat)s
        AND j.lng BETWEEN %(min_lng)s AND %(max_lng)s
     UNION ALL
     SELECT dispatch_job_json(j), j.created_at FROM jobs j
-     WHERE j.status IN {FINISHED} AND j.status = ANY(%(statuses)s)
+     WHERE dispatch_finished(j.status) AND j.status = ANY(%(statuses)s)
        AND j.updated_at > now() - interval '1 hour'
        AND j.lat BETWEEN %(min_lat)s AND %(max_lat)s
        AND j.lng BETWEEN %(min_lng)s AND %(max_lng)s
@@ -25,45 +23,47 @@ LIMIT %(limit)s
 """
 
 # Which of these workers hold a live job (through jobs_one_live_job_per_worker).
-BUSY_WORKERS: LiteralString = f"""
+BUSY_WORKERS: LiteralString = """
 SELECT assignee_id FROM jobs
- WHERE assignee_id = ANY(%(ids)s) AND status IN {LIVE}
+ WHERE assignee_id = ANY(%(ids)s) AND dispatch_live(status)
 """
 
 
-def _stream(table: LiteralString, order: LiteralString, after: LiteralString) -> LiteralString:
-    return f"""
-SELECT e.tx, e.id, dispatch_event(e) AS document FROM {table} e, horizon
- WHERE e.tx < horizon.xmin {after}
- ORDER BY e.tx {order}, e.id {order}
- LIMIT %(limit)s
-"""
-
-
-# Events of finished transactions only (older than every transaction still running), in
-# (transaction, id) order: nothing unseen can ever fall before the cursor.
-_HORIZON: LiteralString = "WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)"
-_AFTER: LiteralString = "AND (e.tx, e.id) > (%(tx)s::xid8, %(id)s::uuid)"
-
-EVENTS_AFTER: LiteralString = f"""
-{_HORIZON}
+# Events of finished transactions only (older than every transaction still running: the
+# horizon), in (transaction, id) order, so nothing unseen can ever fall before the cursor. Each
+# table's page is read through its (tx, id) index and the two merged: a page is %(limit)s rows
+# however long the history.
+EVENTS_AFTER: LiteralString = """
+WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
 SELECT tx::text AS tx, id, document FROM (
-    ({_stream("job_events", "", _AFTER)})
+    (SELECT e.tx, e.id, dispatch_event(e) AS document FROM job_events e, horizon
+      WHERE e.tx < horizon.xmin AND (e.tx, e.id) > (%(tx)s::xid8, %(id)s::uuid)
+      ORDER BY e.tx, e.id
+      LIMIT %(limit)s)
     UNION ALL
-    ({_stream("offer_events", "", _AFTER)})
+    (SELECT e.tx, e.id, dispatch_event(e) AS document FROM offer_events e, horizon
+      WHERE e.tx < horizon.xmin AND (e.tx, e.id) > (%(tx)s::xid8, %(id)s::uuid)
+      ORDER BY e.tx, e.id
+      LIMIT %(limit)s)
 ) page
 ORDER BY page.tx, page.id
 LIMIT %(limit)s
 """
 
 # No cursor yet: the newest events, still in the order written.
-NEWEST_EVENTS: LiteralString = f"""
-{_HORIZON}
+NEWEST_EVENTS: LiteralString = """
+WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
 SELECT tx::text AS tx, id, document FROM (
     SELECT * FROM (
-        ({_stream("job_events", "DESC", "")})
+        (SELECT e.tx, e.id, dispatch_event(e) AS document FROM job_events e, horizon
+          WHERE e.tx < horizon.xmin
+          ORDER BY e.tx DESC, e.id DESC
+          LIMIT %(limit)s)
         UNION ALL
-        ({_stream("offer_events", "DESC", "")})
+        (SELECT e.tx, e.id, dispatch_event(e) AS document FROM offer_events e, horizon
+          WHERE e.tx < horizon.xmin
+          ORDER BY e.tx DESC, e.id DESC
+          LIMIT %(limit)s)
     ) newest
     ORDER BY newest.tx DESC, newest.id DESC
     LIMIT %(limit)s
@@ -74,13 +74,13 @@ ORDER BY page.tx, page.id
 # The market now: unfinished jobs by status (jobs_live_by_status), and those that finished in the
 # last hour (jobs_recently_finished), as JOBS_IN_BOX shows them. Not every job ever: that count
 # grew with history (160 ms at 30 days) and is not what the console is for.
-JOBS_BY_STATUS: LiteralString = f"""
+JOBS_BY_STATUS: LiteralString = """
 SELECT status, count(*) AS n FROM jobs
- WHERE status IN {UNFINISHED}
+ WHERE dispatch_unfinished(status)
  GROUP BY status
 UNION ALL
 SELECT status, count(*) FROM jobs
- WHERE status IN {FINISHED} AND updated_at > now() - interval '1 hour'
+ WHERE dispatch_finished(status) AND updated_at > now() - interval '1 hour'
  GROUP BY status
 """
 

@@ -1,51 +1,14 @@
-"""The outbox write: every change to a job writes exactly one event row, in the same statement.
+"""The outbox's delivery: the relay's claim and mark, the publisher's read and mark.
 
-`with_event` wraps a data-modifying statement on `jobs` that ends in `RETURNING ... document`
-(the job as `dispatch_job_json` writes it: the answer's text, and as jsonb the event's data).
-Each row it changes gets one `job_events` row (type and actor as parameters, data = that
-document: the public Job at its new version), so a change without its event cannot be
-committed, and `job_events_one_per_change` (unique job_id, version) makes a second event for
-the same change impossible.
+The write is not here: every statement that changes a job writes its one `job_events` row in
+the same statement (its `event` CTE: type and actor as parameters, data = the job as
+`dispatch_job_json` writes it, the public Job at its new version), so a change without its
+event cannot be committed, and `job_events_one_per_change` (unique job_id, version) makes a
+second event for the same change impossible. Offer events are written by their own
+statements (the offers, the applications, the choice) in the same transaction as their change.
 """
 
-from dataclasses import dataclass
 from typing import LiteralString
-
-
-@dataclass(frozen=True)
-class Change:
-    """A change of jobs with its event, in two forms. `plain` alone; `keyed` also records the
-    caller's idempotency key with its answer in the same statement, so that the key, the
-    change, the event and the answer commit together in one round trip (a key already taken
-    raises idempotency_keys_pkey, and the statement undoes itself)."""
-
-    plain: LiteralString
-    keyed: LiteralString
-
-
-def with_event(
-    change: LiteralString, also: LiteralString = "", answer: LiteralString = "document"
-) -> Change:
-    """`change` with its event; `also`, further data-modifying CTEs over `changed` that must
-    commit with it (a rating updates the worker's); `answer`, the success body as an
-    expression over `changed` (the Job by default). Rows come back with `answer` as text."""
-    head = f"""
-WITH changed AS ({change}),
-event AS (
-    INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
-    SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
-){also},
-answers AS (SELECT *, ({answer})::text AS answer FROM changed)"""
-    keyed = """,
-answered AS (
-    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
-    SELECT %(principal)s, %(key)s, %(fingerprint)s, %(answer_status)s, answer FROM answers
-)"""
-    tail = """
-SELECT * FROM answers
-"""
-    return Change(head + tail, head + keyed + tail)
-
 
 # -- delivery -------------------------------------------------------------------------------
 # "Published" means on the bus, and only the publisher says so (published_at). The relay sends
@@ -62,72 +25,96 @@ SELECT * FROM answers
 # the job's own event of a version before the offer events written at it (they are written
 # while the job is at that version), those by when they occurred, then by id (uuid v7).
 
-# What a relay sends: the event as the contract shows it (dispatch_event), written by Postgres,
-# with what orders it among its job's events (`offer`: from offer_events).
-JOB_MESSAGE: LiteralString = """id, job_id, version, false AS offer, occurred_at,
-              dispatch_event(job_events)::text AS body"""
-OFFER_MESSAGE: LiteralString = """id, job_id, version, true AS offer, occurred_at,
-              dispatch_event(offer_events)::text AS body"""
+# A relay's claim: a batch claimed for a short while in one statement (SKIP LOCKED: two relays
+# never take the same event), so that no transaction is open while SQS is called: the first
+# %(batch_size)s due events (dispatch_relay_due, migration 0055) of both tables in the job's
+# order (each table locks at most that many; those not chosen are let go when the statement
+# ends). It returns what a relay sends: the event as the contract shows it (dispatch_event),
+# written by Postgres, with what orders it among its job's events (`offer`: from offer_events).
 
-
-def _picked(table: LiteralString, which: LiteralString, order: LiteralString) -> LiteralString:
-    return f"""
-    SELECT id, job_id, version, occurred_at FROM {table}
-     WHERE published_at IS NULL
-       AND (relayed_at IS NULL
-            OR relayed_at < now() - make_interval(secs => %(resend_seconds)s))
-       AND (relay_claimed_until IS NULL OR relay_claimed_until < now())
-       {which}
-     ORDER BY {order}
+# The catch-up: oldest first, through the partial indexes of unpublished events
+# (job_events_unpublished, offer_events_unpublished_since).
+CLAIM_UNPUBLISHED: LiteralString = """
+WITH picked_job AS (
+    SELECT id, job_id, version, occurred_at FROM job_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+     ORDER BY occurred_at
      LIMIT %(batch_size)s
-       FOR UPDATE SKIP LOCKED"""
-
-
-def _claim(
-    which: LiteralString, job_order: LiteralString, offer_order: LiteralString,
-    order: LiteralString,
-) -> LiteralString:  # fmt: skip
-    """Claim a batch for a short while in one statement (SKIP LOCKED: two relays never take
-    the same event), so that no transaction is open while SQS is called: the first
-    `batch_size` events of both tables in `order` (each table locks at most that many; those
-    not chosen are let go when the statement ends)."""
-    return f"""
-WITH picked_job AS ({_picked("job_events", which, job_order)}
-), picked_offer AS ({_picked("offer_events", which, offer_order)}
+       FOR UPDATE SKIP LOCKED
+), picked_offer AS (
+    SELECT id, job_id, version, occurred_at FROM offer_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+     ORDER BY occurred_at
+     LIMIT %(batch_size)s
+       FOR UPDATE SKIP LOCKED
 ), chosen AS (
     SELECT id FROM (
         SELECT id, job_id, version, false AS offer, occurred_at FROM picked_job
         UNION ALL
         SELECT id, job_id, version, true, occurred_at FROM picked_offer
     ) picked
-     ORDER BY {order}
+     ORDER BY occurred_at, id
      LIMIT %(batch_size)s
 ), claimed_job AS (
     UPDATE job_events
        SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
      WHERE id = ANY(ARRAY(SELECT id FROM chosen))
-    RETURNING {JOB_MESSAGE}
+    RETURNING id, job_id, version, false AS offer, occurred_at,
+              dispatch_event(job_events)::text AS body
 ), claimed_offer AS (
     UPDATE offer_events
        SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
      WHERE id = ANY(ARRAY(SELECT id FROM chosen))
-    RETURNING {OFFER_MESSAGE}
+    RETURNING id, job_id, version, true AS offer, occurred_at,
+              dispatch_event(offer_events)::text AS body
 )
 SELECT * FROM claimed_job UNION ALL SELECT * FROM claimed_offer
 """
 
-
-# The catch-up: oldest first, through the partial indexes of unpublished events
-# (job_events_unpublished, offer_events_unpublished_since).
-CLAIM_UNPUBLISHED = _claim("", "occurred_at", "occurred_at", "occurred_at, id")
 # Right after a writer commits: that job's events only, through (job_id, version) and
 # offer_events_unpublished (job_id), in the job's order.
-CLAIM_UNPUBLISHED_OF_JOB = _claim(
-    "AND job_id = %(job_id)s",
-    "job_id, version",
-    "occurred_at, id",
-    "version, offer, occurred_at, id",
+CLAIM_UNPUBLISHED_OF_JOB: LiteralString = """
+WITH picked_job AS (
+    SELECT id, job_id, version, occurred_at FROM job_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+       AND job_id = %(job_id)s
+     ORDER BY job_id, version
+     LIMIT %(batch_size)s
+       FOR UPDATE SKIP LOCKED
+), picked_offer AS (
+    SELECT id, job_id, version, occurred_at FROM offer_events
+     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+                              %(resend_seconds)s::float8)
+       AND job_id = %(job_id)s
+     ORDER BY occurred_at, id
+     LIMIT %(batch_size)s
+       FOR UPDATE SKIP LOCKED
+), chosen AS (
+    SELECT id FROM (
+        SELECT id, job_id, version, false AS offer, occurred_at FROM picked_job
+        UNION ALL
+        SELECT id, job_id, version, true, occurred_at FROM picked_offer
+    ) picked
+     ORDER BY version, offer, occurred_at, id
+     LIMIT %(batch_size)s
+), claimed_job AS (
+    UPDATE job_events
+       SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
+     WHERE id = ANY(ARRAY(SELECT id FROM chosen))
+    RETURNING id, job_id, version, false AS offer, occurred_at,
+              dispatch_event(job_events)::text AS body
+), claimed_offer AS (
+    UPDATE offer_events
+       SET relay_claimed_until = now() + make_interval(secs => %(claim_seconds)s)
+     WHERE id = ANY(ARRAY(SELECT id FROM chosen))
+    RETURNING id, job_id, version, true AS offer, occurred_at,
+              dispatch_event(offer_events)::text AS body
 )
+SELECT * FROM claimed_job UNION ALL SELECT * FROM claimed_offer
+"""
 
 # The end of a pass: what SQS took is relayed; every claim of the pass is let go (of either
 # table: ids are uuids, one table's never another's).
