@@ -7,7 +7,6 @@ from typing import Any
 from uuid import UUID
 
 from psycopg import errors
-from psycopg.rows import DictRow
 
 from dispatch.auth import Caller
 from dispatch.config import settings
@@ -16,23 +15,16 @@ from dispatch.errors import Code, DispatchError
 from dispatch.idempotency import KeyedRequest
 from dispatch.jobs import photos, rules, sql
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS
-from dispatch.jobs.models import (
-    CreateJob,
-    Job,
-    JobEventType,
-    JobRating,
-    Photo,
-    TransitionEvent,
-)
+from dispatch.jobs.models import Job, JobEventType, JobRating, Photo, TransitionEvent
+from dispatch.jobs.requests import CreateJob
 from dispatch.outbox.sql import Change
 
 
 def create_job(
     conn: Connection, business_id: str, spec: CreateJob, key: KeyedRequest | None = None
 ) -> Job:
-    row = run(
+    row = sql.CREATE_JOB.run(
         conn,
-        sql.CREATE_JOB,
         key,
         201,
         {
@@ -71,7 +63,7 @@ def accept_job(
         "actor": worker_id,
     }
     try:
-        row = run(conn, sql.ACCEPT_JOB, key, 200, params)
+        row = sql.ACCEPT_JOB.run(conn, key, 200, params)
     except errors.UniqueViolation as error:
         # Two accepts by one worker on two jobs at once: the one-live-job index decided.
         if error.diag.constraint_name == "jobs_one_live_job_per_worker":
@@ -112,7 +104,7 @@ def transition(
         "lease_seconds": settings().lease_seconds,
         "event_type": move.event_type,
     }
-    row = run(conn, sql.TRANSITION_JOB, key, 200, params)
+    row = sql.TRANSITION_JOB.run(conn, key, 200, params)
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         raise DispatchError(rules.transition_refusal(facts, caller.id, version, move))
@@ -138,7 +130,7 @@ def attach_photo(
     # The upload is looked at first (a HEAD, outside any transaction); when it is not right
     # the statement is not sent, and the refusal still names the job's own causes first.
     upload = photos.upload_refusal(conn, worker_id, photo_id)
-    row = None if upload else run(conn, sql.ATTACH_PHOTO, key, 200, params)
+    row = None if upload else sql.ATTACH_PHOTO.run(conn, key, 200, params)
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         slot_status = PHOTO_SLOT_STATUS[slot]
@@ -163,20 +155,11 @@ def rate_job(
     }
     # Two ratings at once: the second waits for the first's row lock, then its WHERE sees the
     # rating and matches nothing (jobs_rated_once guards every other writer).
-    row = run(conn, sql.RATE_JOB, key, 201, params)
+    row = sql.RATE_JOB.run(conn, key, 201, params)
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         raise DispatchError(rules.rating_refusal(facts, business_id))
     return JobRating.from_document(json.loads(row["answer"]), row["answer"])
-
-
-def run(
-    conn: Connection, change: Change, key: KeyedRequest | None, status: int, params: dict[str, Any]
-) -> DictRow | None:
-    """The change alone, or with the caller's key and its answer in the same statement."""
-    if key is None:
-        return conn.execute(change.plain, params).fetchone()
-    return conn.execute(change.keyed, {**params, **key.answering(status)}).fetchone()
 
 
 SWEEPER = "system:lease-sweeper"

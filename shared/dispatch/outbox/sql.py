@@ -9,7 +9,14 @@ the same change impossible.
 """
 
 from dataclasses import dataclass
-from typing import LiteralString
+from typing import TYPE_CHECKING, Any, LiteralString
+
+from psycopg.rows import DictRow
+
+from dispatch.db import Connection
+
+if TYPE_CHECKING:  # only the keyed writers import the idempotency store
+    from dispatch.idempotency import KeyedRequest
 
 
 @dataclass(frozen=True)
@@ -21,6 +28,18 @@ class Change:
 
     plain: LiteralString
     keyed: LiteralString
+
+    def run(
+        self,
+        conn: Connection,
+        key: "KeyedRequest | None",
+        status: int,
+        params: dict[str, Any],
+    ) -> DictRow | None:
+        """The change alone, or with the caller's key and its answer in the same statement."""
+        if key is None:
+            return conn.execute(self.plain, params).fetchone()
+        return conn.execute(self.keyed, {**params, **key.answering(status)}).fetchone()
 
 
 def with_event(
