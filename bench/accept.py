@@ -187,7 +187,7 @@ def classic_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from dispatch.auth import Role
     from dispatch.http.keyed import KeyedResolver
     from dispatch.http.resolver import JSON, entrypoint
-    from dispatch.jobs.models import AcceptJob
+    from dispatch.jobs.requests import AcceptJob
 
     app = KeyedResolver()
     no_version = AcceptJob()

@@ -140,7 +140,7 @@ def measure(url: str, jobs: int, seed: int) -> tuple[dict[str, list[int]], dict[
     from dispatch import db
     from dispatch.config import settings
     from dispatch.jobs import commands
-    from dispatch.jobs.models import CreateJob
+    from dispatch.jobs.requests import CreateJob
     from dispatch.offers import waves
     from tests.support import job_body
 

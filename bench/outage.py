@@ -34,7 +34,7 @@ from bench.common import bench_database, one
 from bench.soak import Client, business, near_centre, worker
 from dispatch import db
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob
+from dispatch.jobs.requests import CreateJob
 from dispatch_local import history as hist
 from dispatch_local.stack import start_stack, stop_stack
 

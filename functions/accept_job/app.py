@@ -11,7 +11,8 @@ from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, answers
 from dispatch.http.resolver import entrypoint
 from dispatch.jobs import commands
-from dispatch.jobs.models import AcceptJob, Job
+from dispatch.jobs.models import Job
+from dispatch.jobs.requests import AcceptJob
 from dispatch.models import ApiId
 from dispatch.observability import count
 

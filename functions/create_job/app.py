@@ -9,7 +9,8 @@ from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, answers
 from dispatch.http.resolver import entrypoint
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob, Job
+from dispatch.jobs.models import Job
+from dispatch.jobs.requests import CreateJob
 
 app = KeyedResolver()
 

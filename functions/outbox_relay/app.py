@@ -20,6 +20,7 @@ from dispatch.config import settings
 from dispatch.entrypoints import scheduled
 from dispatch.observability import count, logger, record
 from dispatch.outbox import relay
+from dispatch.outbox.lag import lag_seconds
 
 SAFETY_MARGIN_MS = 5_000  # no pass starts, and no pass sends, this close to the timeout
 PAUSE_SECONDS = 1.0  # between passes while polling
@@ -45,7 +46,7 @@ def relay_for_a_while(context: LambdaContext) -> dict[str, Any]:
             break
         time.sleep(PAUSE_SECONDS)
     count("EventsRelayed", relayed)
-    lag = db.run(relay.lag_seconds)
+    lag = db.run(lag_seconds)
     record("RelayLagSeconds", MetricUnit.Seconds, lag)
     if not relayed:
         return {}  # the usual case: the writers relayed their own events

@@ -12,16 +12,8 @@ from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, answers
 from dispatch.http.resolver import entrypoint
 from dispatch.jobs import commands, photos
-from dispatch.jobs.models import (
-    AttachPhoto,
-    Job,
-    JobRating,
-    Photo,
-    PhotoRequest,
-    PhotoUpload,
-    RateJob,
-    TransitionRequest,
-)
+from dispatch.jobs.models import Job, JobRating, Photo, PhotoUpload
+from dispatch.jobs.requests import AttachPhoto, PhotoRequest, RateJob, TransitionRequest
 from dispatch.models import ApiId
 
 app = KeyedResolver()

@@ -95,6 +95,12 @@ NO_KEY: dict[str, Any] = {
 }
 
 
+def answering(key: KeyedRequest | None, status: int) -> dict[str, Any]:
+    """The key's parameters of a statement that records the caller's key with its answer (its
+    `answered` CTE), or NO_KEY when there is no key: the statement then records nothing."""
+    return NO_KEY if key is None else key.answering(status)
+
+
 @dataclass(frozen=True)
 class Answer:
     status: int

@@ -12,7 +12,7 @@ from uuid import UUID
 from dispatch import db, idempotency
 from dispatch.errors import DispatchError
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob
+from dispatch.jobs.requests import CreateJob
 from tests.conftest import empty_the_tables
 from tests.support import in_parallel, job_body
 

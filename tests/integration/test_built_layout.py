@@ -123,8 +123,14 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
 # report (workers), the applicants' distances (applications), the ops map's workers (ops) and
 # the favourites' freshness (rosters), and by no other route; the offer policy and the waves
 # run in the wave consumer, the sweeper, retention, push and migrations in their own functions;
-# pydantic-settings is no dependency of the layer. The idempotency store only where a route
-# keeps its answer under the Idempotency-Key (a KeyedResolver's).
+# pydantic-settings is no dependency of the layer. The idempotency store and the outbox relay
+# only where a route keeps its answer under the Idempotency-Key (a KeyedResolver's): those are
+# the routes that write events. The job request bodies and the job commands only where a route
+# runs a job command (a read, an application, an offer's decline takes none of them); the job
+# answers' models only where a route answers or reads a job (not the worker's own routes, nor
+# the rosters, whose positions and skills come from dispatch.fields). Found by the cold-start
+# benchmark: workers and rosters built the eighteen job models for one constant, ops imported
+# the relay (and its queue client) to read the outbox lag.
 POSITION_STORE = "dispatch.workers.locations"
 KEYED = {
     "functions/accept_job/",
@@ -140,6 +146,18 @@ USES_POSITIONS = {
     "functions/ops/",
     "functions/rosters/",
 }
+RUNS_JOB_COMMANDS = {
+    "functions/accept_job/",
+    "functions/create_job/",
+    "functions/transition/",
+}
+READS_JOBS = {
+    *RUNS_JOB_COMMANDS,
+    "functions/applications/",
+    "functions/job_queries/",
+    "functions/offers/",
+    "functions/ops/",
+}
 NO_ROUTE_USES = (
     "pydantic_settings",
     "dispatch.offers.waves",
@@ -154,19 +172,29 @@ NO_ROUTE_USES = (
 
 @pytest.mark.parametrize("code_uri", API_FUNCTIONS)
 def test_an_api_function_imports_only_what_its_routes_use(code_uri: str, tmp_path: Path) -> None:
-    """The position store only where a route reads or writes positions (and there it is
-    imported: the list above stays the routes' own), nothing any route never uses."""
+    """Each part listed above only where a route uses it (and there it is imported: the lists
+    stay the routes' own), nothing any route never uses."""
     unused = [*NO_ROUTE_USES, *(() if code_uri in USES_POSITIONS else (POSITION_STORE,))]
+    used_where = {
+        POSITION_STORE: code_uri in USES_POSITIONS,
+        "dispatch.idempotency": code_uri in KEYED,
+        "dispatch.outbox.relay": code_uri in KEYED,
+        "dispatch.jobs.commands": code_uri in RUNS_JOB_COMMANDS,
+        "dispatch.jobs.requests": code_uri in RUNS_JOB_COMMANDS,
+        "dispatch.jobs.models": code_uri in READS_JOBS,
+    }
     probe = (
         f"unused = {unused!r}; "
         "loaded = [m for m in unused if m in sys.modules]; "
         "assert not loaded, loaded; "
-        f"assert ({POSITION_STORE!r} in sys.modules) == {code_uri in USES_POSITIONS}; "
-        f"assert ('dispatch.idempotency' in sys.modules) == {code_uri in KEYED}"
+        # (module, whether a route uses it): listed when imported though unused, or the reverse
+        f"used_where = {sorted(used_where.items())!r}; "
+        "wrong = [(m, used) for m, used in used_where if (m in sys.modules) != used]; "
+        "assert not wrong, wrong"
     )
     result = import_in_lambda_layout(code_uri, tmp_path, DEPLOYED_ENVIRONMENT, probe)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_the_lists_of_users_name_api_functions() -> None:
-    assert set(API_FUNCTIONS) >= USES_POSITIONS | KEYED
+    assert set(API_FUNCTIONS) >= USES_POSITIONS | KEYED | READS_JOBS

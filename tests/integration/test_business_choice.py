@@ -15,7 +15,7 @@ from dispatch import db, idempotency
 from dispatch.choice import commands as choice
 from dispatch.errors import DispatchError
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob
+from dispatch.jobs.requests import CreateJob
 from tests.integration.test_accept_races import together
 from tests.support import (
     BUSINESS,

@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from dispatch import db, idempotency
 from dispatch.errors import Code, DispatchError
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob, Job
+from dispatch.jobs.models import Job
+from dispatch.jobs.requests import CreateJob
 from tests.conftest import empty_the_tables
 from tests.integration.test_accept_races import together
 from tests.support import BUSINESS, Api, job_body, make_job, make_worker, worker

@@ -10,7 +10,8 @@ from dispatch.auth import Caller, Role
 from dispatch.config import settings
 from dispatch.errors import Code, DispatchError
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob, TransitionEvent
+from dispatch.jobs.models import TransitionEvent
+from dispatch.jobs.requests import CreateJob
 from dispatch.sweeper import sweep
 from tests.conftest import empty_the_tables
 from tests.integration.test_accept_races import together

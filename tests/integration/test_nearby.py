@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dispatch import db
 from dispatch.db import Connection
 from dispatch.jobs import commands, queries
-from dispatch.jobs.models import CreateJob, Location
+from dispatch.jobs.requests import CreateJob, Location
 from dispatch_local.wire import traced
 from tests.conftest import empty_the_tables
 from tests.support import EARTH_M, Api, destination, job_body, make_worker, walk_to, worker

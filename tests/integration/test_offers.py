@@ -18,7 +18,8 @@ from dispatch.auth import Caller, Role
 from dispatch.config import settings
 from dispatch.events import Event
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob, Location, TransitionEvent
+from dispatch.jobs.models import TransitionEvent
+from dispatch.jobs.requests import CreateJob, Location
 from dispatch.offers import waves as offer_waves
 from dispatch.workers import locations
 from dispatch.workers.models import WorkerPosition

@@ -11,7 +11,7 @@ import redis
 
 from dispatch import db
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob
+from dispatch.jobs.requests import CreateJob
 from tests.integration.test_offers import place
 from tests.support import (
     BUSINESS,

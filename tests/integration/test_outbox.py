@@ -14,7 +14,8 @@ import pytest
 from dispatch import aws, db
 from dispatch.config import settings
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob, TransitionEvent
+from dispatch.jobs.models import TransitionEvent
+from dispatch.jobs.requests import CreateJob
 from dispatch.outbox import relay
 from dispatch_local.services import app_url
 from tests.integration.test_accept_races import together

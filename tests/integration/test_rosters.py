@@ -9,7 +9,7 @@ import redis
 
 from dispatch import db
 from dispatch.jobs import commands
-from dispatch.jobs.models import CreateJob
+from dispatch.jobs.requests import CreateJob
 from dispatch.offers import waves as offer_waves
 from tests.integration.conftest import Waves
 from tests.integration.test_business_choice import STRANGER, apply, assign, choice_job

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dispatch.db import Connection
-from dispatch.jobs.models import GEO_MAX_LAT
+from dispatch.fields import GEO_MAX_LAT
 from tests.integration.conftest import Waves
 from tests.support import BUSINESS, Api, job_body, make_worker, worker
 

@@ -5,7 +5,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from dispatch.jobs.models import AcceptJob, CreateJob, Job
+from dispatch.jobs.models import Job
+from dispatch.jobs.requests import AcceptJob, CreateJob
 from tests.support import job_body
 
 

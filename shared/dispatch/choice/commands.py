@@ -16,8 +16,7 @@ from dispatch.choice.models import Applicant, Applicants, Application
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import CacheUnavailable, Code, DispatchError
-from dispatch.idempotency import KeyedRequest
-from dispatch.jobs.commands import run
+from dispatch.idempotency import KeyedRequest, answering
 from dispatch.jobs.models import Job, JobEventType
 from dispatch.workers import locations
 
@@ -79,7 +78,7 @@ def assign(
         "actor": chooser,
     }
     try:
-        row = run(conn, sql.ASSIGN_JOB, key, 200, params)
+        row = conn.execute(sql.ASSIGN_JOB, {**params, **answering(key, 200)}).fetchone()
     except errors.UniqueViolation as error:
         # The applicant took another job at the same instant: the one-live-job index decided.
         if error.diag.constraint_name == "jobs_one_live_job_per_worker":

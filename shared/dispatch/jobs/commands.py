@@ -7,49 +7,37 @@ from typing import Any, LiteralString
 from uuid import UUID
 
 from psycopg import errors
-from psycopg.rows import DictRow
 
 from dispatch.auth import Caller
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
-from dispatch.idempotency import NO_KEY, KeyedRequest
+from dispatch.idempotency import KeyedRequest, answering
 from dispatch.jobs import photos, rules, sql
 from dispatch.jobs.lifecycle import MACHINE, PHOTO_SLOT_STATUS
-from dispatch.jobs.models import (
-    CreateJob,
-    Job,
-    JobEventType,
-    JobRating,
-    Photo,
-    TransitionEvent,
-)
+from dispatch.jobs.models import Job, JobEventType, JobRating, Photo, TransitionEvent
+from dispatch.jobs.requests import CreateJob
 
 
 def create_job(
     conn: Connection, business_id: str, spec: CreateJob, key: KeyedRequest | None = None
 ) -> Job:
-    row = run(
-        conn,
-        sql.CREATE_JOB,
-        key,
-        201,
-        {
-            "business_id": business_id,
-            "lat": spec.location.lat,
-            "lng": spec.location.lng,
-            "skills": spec.skills,
-            "window_start": spec.window.start,
-            "window_end": spec.window.end,
-            "min_rating": spec.min_rating,
-            "assignment": spec.assignment.value,
-            "auto_pick": spec.auto_pick,
-            "choose_within_s": spec.choose_within_s,
-            "offer_first_to": spec.offer_first_to,
-            "event_type": JobEventType.CREATED,
-            "actor": business_id,
-        },
-    )
+    params = {
+        "business_id": business_id,
+        "lat": spec.location.lat,
+        "lng": spec.location.lng,
+        "skills": spec.skills,
+        "window_start": spec.window.start,
+        "window_end": spec.window.end,
+        "min_rating": spec.min_rating,
+        "assignment": spec.assignment.value,
+        "auto_pick": spec.auto_pick,
+        "choose_within_s": spec.choose_within_s,
+        "offer_first_to": spec.offer_first_to,
+        "event_type": JobEventType.CREATED,
+        "actor": business_id,
+    }
+    row = conn.execute(sql.CREATE_JOB, {**params, **answering(key, 201)}).fetchone()
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
     return Job.from_document(row["document"], row["answer"])
 
@@ -70,7 +58,7 @@ def accept_job(
         "actor": worker_id,
     }
     try:
-        row = run(conn, sql.ACCEPT_JOB, key, 200, params)
+        row = conn.execute(sql.ACCEPT_JOB, {**params, **answering(key, 200)}).fetchone()
     except errors.UniqueViolation as error:
         # Two accepts by one worker on two jobs at once: the one-live-job index decided.
         if error.diag.constraint_name == "jobs_one_live_job_per_worker":
@@ -111,7 +99,7 @@ def transition(
         "lease_seconds": settings().lease_seconds,
         "event_type": move.event_type,
     }
-    row = run(conn, sql.TRANSITION_JOB, key, 200, params)
+    row = conn.execute(sql.TRANSITION_JOB, {**params, **answering(key, 200)}).fetchone()
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         raise DispatchError(rules.transition_refusal(facts, caller.id, version, move))
@@ -137,7 +125,11 @@ def attach_photo(
     # The upload is looked at first (a HEAD, outside any transaction); when it is not right
     # the statement is not sent, and the refusal still names the job's own causes first.
     upload = photos.upload_refusal(conn, worker_id, photo_id)
-    row = None if upload else run(conn, sql.ATTACH_PHOTO, key, 200, params)
+    row = (
+        None
+        if upload
+        else conn.execute(sql.ATTACH_PHOTO, {**params, **answering(key, 200)}).fetchone()
+    )
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         slot_status = PHOTO_SLOT_STATUS[slot]
@@ -162,24 +154,11 @@ def rate_job(
     }
     # Two ratings at once: the second waits for the first's row lock, then its WHERE sees the
     # rating and matches nothing (jobs_rated_once guards every other writer).
-    row = run(conn, sql.RATE_JOB, key, 201, params)
+    row = conn.execute(sql.RATE_JOB, {**params, **answering(key, 201)}).fetchone()
     if row is None:
         facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
         raise DispatchError(rules.rating_refusal(facts, business_id))
     return JobRating.from_document(json.loads(row["answer"]), row["answer"])
-
-
-def run(
-    conn: Connection,
-    change: LiteralString,
-    key: KeyedRequest | None,
-    status: int,
-    params: dict[str, Any],
-) -> DictRow | None:
-    """The change and its event; given the caller's key, the key with its answer as well, in
-    the same statement."""
-    answering = NO_KEY if key is None else key.answering(status)
-    return conn.execute(change, {**params, **answering}).fetchone()
 
 
 SWEEPER = "system:lease-sweeper"

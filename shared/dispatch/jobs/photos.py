@@ -15,7 +15,8 @@ from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
-from dispatch.jobs.models import PhotoRequest, PhotoUpload
+from dispatch.jobs.models import PhotoUpload
+from dispatch.jobs.requests import PhotoRequest
 from dispatch.jobs.rules import Refusal
 
 MAX_BYTES = 10 * 1024 * 1024  # a phone's photo is 1-5 MB; a bigger upload is refused by S3

@@ -18,7 +18,7 @@ from dispatch.ops.models import (
     Summary,
     WorkerOnMap,
 )
-from dispatch.outbox import relay
+from dispatch.outbox.lag import lag_seconds
 from dispatch.workers import locations
 
 # What /ops/jobs lists by default: every job not finished (open, assigned, in progress).
@@ -110,5 +110,5 @@ def summary(conn: Connection) -> Summary:
         unfilled_last_hour=hour.get("unfilled", 0),
         time_to_accept_last_hour_s=Percentiles(p50=hour.get("p50"), p90=hour.get("p90")),
         leases_expiring_in_5_minutes=hour.get("expiring", 0),
-        relay_lag_s=relay.lag_seconds(conn),
+        relay_lag_s=lag_seconds(conn),
     )

@@ -124,12 +124,6 @@ def catch_up(
     return total
 
 
-def lag_seconds(conn: Connection) -> float:
-    """Age of the oldest event not yet on the bus (0 when none waits): the outbox lag."""
-    row = conn.execute(sql.RELAY_LAG).fetchone()
-    return float(row["seconds"]) if row else 0.0
-
-
 def after_commit(conn: Connection, job_id: UUID) -> None:
     """Best effort, right after a writer committed: a failure here never fails the request."""
     if not settings().outbox_queue_url:

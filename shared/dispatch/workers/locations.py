@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from dispatch.config import settings
 from dispatch.errors import CacheUnavailable
-from dispatch.jobs.models import GEO_MAX_LAT
+from dispatch.fields import GEO_MAX_LAT
 from dispatch.observability import logger
 from dispatch.snapshots import before_snapshot
 from dispatch.workers.models import WorkerPosition

@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from dispatch.jobs.models import GEO_MAX_LAT, Skills
+from dispatch.fields import GEO_MAX_LAT, Skills
 from dispatch.models import Resource, Strict
 
 
