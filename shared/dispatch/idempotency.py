@@ -106,6 +106,7 @@ class Answer:
     status: int
     body: str
     replayed: bool = False
+    made: Resource | None = None  # what the command made, on a fresh success only
 
 
 def fingerprint(method: str, route: str, path_parameters: dict[str, str], body: Any) -> str:
@@ -178,7 +179,7 @@ def execute_answered(
         if _waited_on_a_key(error):
             raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
         raise
-    return Answer(success_status, result.to_json())
+    return Answer(success_status, result.to_json(), made=result)
 
 
 # Only the wait's own line of the error context says what was waited on ("while inserting
@@ -212,9 +213,11 @@ def _claim_and_run(
         with conn.pipeline():
             conn.execute("BEGIN")
             claim = conn.execute(CLAIM_KEY, params)
+            made: Resource | None = None
             try:
                 # Its first fetch brings back the claim's result too: one round trip.
-                status, body = success_status, command(conn).to_json()
+                made = command(conn)
+                status, body = success_status, made.to_json()
             except DispatchError as error:
                 if error.status >= 500 or isinstance(error.__cause__, psycopg.Error):
                     raise  # the transaction is broken; the caller stores the answer anew
@@ -227,7 +230,7 @@ def _claim_and_run(
     except BaseException:
         _roll_back(conn)
         raise
-    return Answer(status, body)
+    return Answer(status, body, made=made)
 
 
 def _error_json(error: DispatchError, request: KeyedRequest) -> str:

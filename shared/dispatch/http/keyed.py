@@ -29,9 +29,9 @@ class KeyedResolver(DispatchResolver):
     ) -> Response[Any]:
         """Run `command` under the caller's Idempotency-Key when its one statement records the
         key with its answer (the job commands): one round trip."""
-        return self._keyed(
-            lambda conn, request, run: idempotency.execute_answered(conn, request, run, status),
-            command,
+        request = self._keyed_request()
+        return self._after(
+            db.run(lambda conn: idempotency.execute_answered(conn, request, command, status)),
             then,
         )
 
@@ -43,33 +43,21 @@ class KeyedResolver(DispatchResolver):
     ) -> Response[Any]:
         """Run `command` under the caller's Idempotency-Key when its answer is made here (a
         presigned upload URL): the key and the change in one transaction, two round trips."""
-        return self._keyed(
-            lambda conn, request, run: idempotency.execute(conn, request, run, status),
-            command,
-            then,
+        request = self._keyed_request()
+        return self._after(
+            db.run(lambda conn: idempotency.execute(conn, request, command, status)), then
         )
 
-    def _keyed(
-        self,
-        execute: Callable[..., idempotency.Answer],
-        command: Callable[..., Resource],
-        then: Callable[[Resource], None] | None,
+    def _after(
+        self, answer: idempotency.Answer, then: Callable[[Resource], None] | None
     ) -> Response[Any]:
         """The answer or its replay; after a fresh success commits, the changed job's events
         are relayed and `then` runs (best effort: neither fails what already committed)."""
-        request = self._keyed_request()
-        produced: list[Resource] = []
-
-        def run(conn: db.Connection, *key: idempotency.KeyedRequest) -> Resource:
-            produced.append(result := command(conn, *key))
-            return result
-
-        answer = db.run(lambda conn: execute(conn, request, run))
-        if answer.status < 300 and not answer.replayed:
-            if (job_id := produced[-1].changed_job()) is not None:
+        if answer.made is not None:
+            if (job_id := answer.made.changed_job()) is not None:
                 relay.after_commit(db.connection(), job_id)  # the change's events, now
             if then is not None:
-                then(produced[-1])
+                then(answer.made)
         return self._stored_answer(answer)
 
     def _keyed_request(self) -> idempotency.KeyedRequest:
