@@ -85,7 +85,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-## mypy --strict over shared/dispatch, local, sim, bench and functions (pyproject's files).
+## mypy --strict over shared/dispatch, local, sim, bench, functions and tests (pyproject's files).
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

@@ -3,6 +3,7 @@ it from outside (e2e over HTTP, the browser): one per test session, shared."""
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 
@@ -26,7 +27,14 @@ def stack_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("stack-home")
 
 
-def shared_redis(redis_url: str) -> dict[str, str]:
+class SharedRedis(TypedDict, total=False):
+    """The stack's environment for its Redis (start_stack's keyword arguments)."""
+
+    REDIS_URL: str
+    REDIS_CLUSTER: str
+
+
+def shared_redis(redis_url: str) -> SharedRedis:
     """In the AWS-path tier the stacks use the session's Redis Cluster, each in a keyspace of
     its own; otherwise each starts an embedded Redis of its own."""
     from tests.conftest import AWS_PATH

@@ -7,9 +7,9 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 
@@ -19,6 +19,11 @@ from dispatch_local.gateway import deliver_batch
 from dispatch_local.invoke import Api as Api
 from dispatch_local.invoke import Reply as Reply
 from dispatch_local.template import handler_of, queue_consumers
+
+if TYPE_CHECKING:
+    from psycopg.abc import Params, QueryNoTemplate
+
+    from dispatch import db
 
 # -- invoking handlers -------------------------------------------------------------------
 
@@ -84,7 +89,7 @@ def make_job(
 T = TypeVar("T")
 
 
-def in_parallel(calls: list[Callable[[], T]]) -> list[T | BaseException]:
+def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T | BaseException]:
     """Run each call on its own thread, all released at the same instant by a barrier.
 
     An exception a call raises is returned in its place, so the caller sees every outcome.
@@ -105,6 +110,15 @@ def in_parallel(calls: list[Callable[[], T]]) -> list[T | BaseException]:
     for t in threads:
         t.join()
     return results
+
+
+def returned(outcomes: list[T | BaseException]) -> list[T]:
+    """What in_parallel's calls returned, when every one must have: the first exception one
+    raised is raised again."""
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return [outcome for outcome in outcomes if not isinstance(outcome, BaseException)]
 
 
 def upload_photo(api: Api, who: Who) -> str:
@@ -163,6 +177,15 @@ def walk_to(
     if status == "in_progress":
         return job
     return step(api, job, holder, "complete")
+
+
+def one(
+    conn: "db.Connection", query: "QueryNoTemplate", params: "Params | None" = None
+) -> dict[str, Any]:
+    """The row a statement answers: it must answer one."""
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return row
 
 
 def end_window(job_id: str) -> None:

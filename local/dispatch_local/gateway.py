@@ -19,7 +19,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -455,7 +455,7 @@ def deliver_batch(
     return len(messages)
 
 
-def sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+def sqs_record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
     """An SQS message as the Lambda event source mapping hands it over."""
     return {
         "messageId": message["MessageId"],

@@ -30,7 +30,7 @@ def test_a_day_of_history_fills_every_table_as_the_product_does(bench_url: str) 
             t
             for t in tables
             if t not in NOT_LOADED
-            and conn.execute(f"SELECT count(*) AS n FROM {t}").fetchone() == {"n": 0}  # type: ignore[arg-type]
+            and conn.execute(f"SELECT count(*) AS n FROM {t}").fetchone() == {"n": 0}
         ]
         assert empty == []
         # Every story of the mix is there (a share drawn once for all jobs would leave one).
@@ -75,7 +75,7 @@ def test_a_one_day_run_reports_every_path_with_its_ratio_buffers_and_the_worst(
     finally:
         with psycopg.connect(admin_url, autocommit=True) as conn:
             for name in (f"{prefix}_empty", f"{prefix}_history_1_200"):
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     assert [p.name for p in result.paths] == [*history.CASES, history.SWEEP]
     assert all(p.empty_ms > 0 and p.history_ms > 0 for p in result.paths)
     assert all(
@@ -120,4 +120,4 @@ def test_a_history_database_at_an_older_schema_is_migrated_not_reloaded(admin_ur
         assert kept == {"n": 1}  # the rows stayed: migrated in place, not loaded anew
     finally:
         with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

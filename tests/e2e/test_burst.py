@@ -6,6 +6,7 @@ connection, all released at once by a barrier.
 """
 
 from collections import Counter
+from functools import partial
 from typing import Any
 
 import requests
@@ -31,7 +32,7 @@ def test_five_hundred_clients_at_once_all_get_the_contract_answer(stack: str) ->
         ]
         workers = [Client(stack, f"burst-{round_}-{n}", "worker") for n in range(CLIENTS)]
         outcomes: list[Any] = in_parallel(
-            [lambda w=w, j=jobs[n % JOBS]: accept(w, j) for n, w in enumerate(workers)]
+            [partial(accept, w, jobs[n % JOBS]) for n, w in enumerate(workers)]
         )
         failures = [o for o in outcomes if isinstance(o, BaseException)]
         assert not failures, f"{len(failures)} clients got no answer: {failures[:3]}"

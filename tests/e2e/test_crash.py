@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -24,6 +24,9 @@ from dispatch import db
 from dispatch_local.stack import start_stack, stop_stack
 from tests.e2e.client import Client
 from tests.support import job_body
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import DeleteMessageBatchRequestEntryTypeDef
 
 BUS = "dispatch-crash-test"
 CRASHES = 3
@@ -122,12 +125,18 @@ IN_FLIGHT = (
 )
 
 
+def in_flight(conn: db.Connection) -> int:
+    row = conn.execute(IN_FLIGHT).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
 def kill_with_events_in_flight(conn: db.Connection, process: Any) -> None:
     """Kill the stack at a moment when the queue holds events not yet on the bus (what used to
     be lost), not at a fixed time: on a loaded machine the relay may not have run by then."""
     time.sleep(LOAD_SECONDS)
     deadline = time.monotonic() + CATCH_SECONDS
-    while conn.execute(IN_FLIGHT).fetchone()["n"] == 0 and time.monotonic() < deadline:
+    while in_flight(conn) == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     os.killpg(process.pid, signal.SIGKILL)  # the stack and everything it started
     process.wait(timeout=30)
@@ -137,7 +146,7 @@ def received(tap: str, seen: list[dict[str, Any]]) -> None:
     sqs = boto3.client("sqs")
     while messages := sqs.receive_message(QueueUrl=tap, MaxNumberOfMessages=10).get("Messages"):
         seen += [json.loads(m["Body"])["detail"] for m in messages]
-        handles = [
+        handles: list[DeleteMessageBatchRequestEntryTypeDef] = [
             {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
         ]
         sqs.delete_message_batch(QueueUrl=tap, Entries=handles)
@@ -156,7 +165,7 @@ def test_kill_9_mid_load_loses_no_committed_event(
             kill_with_events_in_flight(conn, process)
             stop.set()
             # Accepted by the queue that just died, not yet on the bus: what used to be lost.
-            in_flight_at_a_crash += conn.execute(IN_FLIGHT).fetchone()["n"]
+            in_flight_at_a_crash += in_flight(conn)
             base, process = start(crash_database, tmp_path, aws_stand_in)
             restarted = time.monotonic()
             try:

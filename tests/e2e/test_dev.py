@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 import psutil
@@ -24,6 +25,12 @@ from dispatch_local.stack import free_port, start_stack, stop_stack
 from tests.e2e.client import Client
 from tests.e2e.test_gateway import raw
 from tests.support import job_body
+
+
+class OwnMoto(TypedDict):
+    """start_stack's keyword argument for a moto of the stack's own."""
+
+    AWS_ENDPOINT_URL: str
 
 
 def needed(
@@ -167,7 +174,7 @@ def test_one_stack_per_clone_and_a_kill_9_leaves_nothing_behind(
 
     home = tmp_path_factory.mktemp("one-stack-home")
     database = create_database(admin_url)
-    own_moto = {"AWS_ENDPOINT_URL": ""}  # a child of the stack, to see it go with it
+    own_moto = OwnMoto(AWS_ENDPOINT_URL="")  # a child of the stack, to see it go with it
     url, first = start_stack(database, home, **own_moto)
     started = [first]
     try:

@@ -33,7 +33,8 @@ def tap_the_bus(stack: str) -> str:
 
 def events_of(tap: str, job_id: str, count: int) -> list[dict[str, Any]]:
     """The job's events as they arrive on the tap, until `count` came or 10 s passed."""
-    sqs, sent_at, seen = boto3.client("sqs"), time.monotonic(), []
+    sqs, sent_at = boto3.client("sqs"), time.monotonic()
+    seen: list[dict[str, Any]] = []
     while len(seen) < count and time.monotonic() - sent_at < 10:  # a deadline, not a measurement
         for message in sqs.receive_message(QueueUrl=tap, MaxNumberOfMessages=10).get(
             "Messages", []

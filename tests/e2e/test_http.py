@@ -1,6 +1,7 @@
 """Over real HTTP against the local stack: races, idempotency, auth and bad input."""
 
 from collections import Counter
+from functools import partial
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ import requests
 from dispatch.db import Connection
 from tests.e2e.client import Client
 from tests.security.test_tokens_keys_and_leaks import bad_tokens
-from tests.support import in_parallel, job_body
+from tests.support import in_parallel, job_body, returned
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_three_workers_tap_accept_at_once(people: dict[str, Client], conn: Conne
         job = post_job(people)
         path = f"/jobs/{job['id']}/accept"
         tappers = [people[f"w{i}"] for i in range(3)]
-        replies = in_parallel([lambda w=w, p=path: w.send("POST", p, {}) for w in tappers])
+        replies = returned(in_parallel([partial(w.send, "POST", path, {}) for w in tappers]))
         assert sorted(r.status_code for r in replies) == [200, 409, 409]
         for reply in replies:
             if reply.status_code == 409:
@@ -65,8 +66,8 @@ def test_twenty_workers_on_ten_jobs(people: dict[str, Client], conn: Connection)
         jobs = [post_job(people) for _ in range(10)]
         # Two workers on every job, paired differently each round.
         paths = [f"/jobs/{jobs[(i * 7 + round_) % 10]['id']}/accept" for i in range(20)]
-        calls = [lambda w=people[f"w{i}"], p=paths[i]: w.send("POST", p, {}) for i in range(20)]
-        statuses = Counter(r.status_code for r in in_parallel(calls))
+        calls = [partial(people[f"w{i}"].send, "POST", paths[i], {}) for i in range(20)]
+        statuses = Counter(r.status_code for r in returned(in_parallel(calls)))
         assert statuses == {200: 10, 409: 10}
         holders = [people["ops"].send("GET", f"/jobs/{j['id']}").json() for j in jobs]
         assignees = [h["assignee_id"] for h in holders]
@@ -78,8 +79,10 @@ def test_twenty_workers_on_ten_jobs(people: dict[str, Client], conn: Connection)
 def test_concurrent_duplicates_answer_alike(people: dict[str, Client], conn: Connection) -> None:
     business = people["business"]
     body = job_body()
-    replies = in_parallel(
-        [lambda: business.send("POST", "/jobs", body, key="dup-create") for _ in range(4)]
+    replies = returned(
+        in_parallel(
+            [lambda: business.send("POST", "/jobs", body, key="dup-create") for _ in range(4)]
+        )
     )
     assert {r.status_code for r in replies} == {201}
     assert len({r.text for r in replies}) == 1

@@ -39,14 +39,15 @@ def role_timeouts(conn: db.Connection) -> Iterator[Callable[..., None]]:
     """Change the application role's timeouts as a deploy would (dispatch.roles, the role's
     own settings in this database); the handlers' next connection has them. Restored after."""
 
-    def apply(**timeouts: int) -> None:
+    def apply(statement_timeout_ms: int | None = None, lock_timeout_ms: int | None = None) -> None:
         s = settings()
-        wanted = {
-            "statement_timeout_ms": s.statement_timeout_ms,
-            "lock_timeout_ms": s.lock_timeout_ms,
-            **timeouts,
-        }
-        roles.configure(conn, **wanted)
+        roles.configure(
+            conn,
+            statement_timeout_ms=(
+                s.statement_timeout_ms if statement_timeout_ms is None else statement_timeout_ms
+            ),
+            lock_timeout_ms=s.lock_timeout_ms if lock_timeout_ms is None else lock_timeout_ms,
+        )
         db.close()
 
     yield apply

@@ -16,7 +16,7 @@ from dispatch import db
 from dispatch.errors import CATALOGUE, Code
 from tests.faults.proxy import Proxy
 from tests.security.test_matrix import CALLERS, EXPECTED, call
-from tests.support import Api, Reply, make_job, make_worker, upload_photo, worker
+from tests.support import Api, Reply, make_job, make_worker, one, upload_photo, worker
 
 WORKER = worker(1)
 POLL_SECONDS = 0.01
@@ -42,8 +42,8 @@ def history(conn: db.Connection, job_id: str) -> list[tuple[str, int, str]]:
 
 
 def stored_keys(conn: db.Connection, key: str) -> int:
-    row = conn.execute("SELECT count(*) AS n FROM idempotency_keys WHERE key = %s", (key,))
-    return int(row.fetchone()["n"])  # type: ignore[index]
+    row = one(conn, "SELECT count(*) AS n FROM idempotency_keys WHERE key = %s", (key,))
+    return int(row["n"])
 
 
 def accept(api: Api, job: dict[str, Any], key: str) -> Reply:

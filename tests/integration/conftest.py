@@ -47,7 +47,7 @@ def histories(admin_url: str) -> Iterator[dict[int, str]]:
         with psycopg.connect(admin_url, autocommit=True) as conn:
             for url in urls.values():
                 name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 cannot, and its timeouts are its own settings, which hold through a transaction pooler."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -116,7 +117,10 @@ def test_startup_options_are_refused_through_the_pooler_and_taken_directly(
 ) -> None:
     """What the handlers must never send: in the AWS-path tier the pooler refuses it (so this
     tier proves the handlers send none); connected directly, Postgres takes it."""
-    attempt = lambda: psycopg.connect(app_url(database_url), options="-c lock_timeout=1")  # noqa: E731
+
+    def attempt() -> psycopg.Connection[tuple[Any, ...]]:
+        return psycopg.connect(app_url(database_url), options="-c lock_timeout=1")
+
     if AWS_PATH:
         with pytest.raises(psycopg.OperationalError, match="unsupported startup parameter"):
             attempt()

@@ -9,7 +9,7 @@ from psycopg import errors
 
 from dispatch import db, roles
 from dispatch_local.services import app_url, archivist_url
-from tests.support import Api, make_job
+from tests.support import Api, make_job, one
 
 # Statements the retention duty never makes; the database refuses them to the archivist.
 REFUSED = [
@@ -73,10 +73,7 @@ def test_the_application_role_still_may_not_delete_history(
                       "job_declines", "job_applications", "photos"):  # fmt: skip
             with pytest.raises(errors.InsufficientPrivilege):
                 app.execute(f"DELETE FROM {table}")
-    assert (
-        conn.execute("SELECT count(*) AS n FROM jobs WHERE id = %s", (job["id"],)).fetchone()["n"]
-        == 1
-    )
+    assert one(conn, "SELECT count(*) AS n FROM jobs WHERE id = %s", (job["id"],))["n"] == 1
 
 
 @pytest.mark.parametrize("as_owner", [False, True], ids=["archivist", "owner"])

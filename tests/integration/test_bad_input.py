@@ -97,7 +97,9 @@ def test_base64_encoded_body_is_read(api: Api) -> None:
     from dispatch_local.template import find, handler_of
     from tests.support import api_claims
 
-    route, params = find(api.routes, "POST", "/jobs")  # type: ignore[misc]
+    found = find(api.routes, "POST", "/jobs")
+    assert found is not None
+    route, params = found
     event = http_api_event(
         route, params, "POST", "/jobs", "", [("idempotency-key", "b64")], b"", api_claims(*BUSINESS)
     )

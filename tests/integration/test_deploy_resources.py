@@ -93,7 +93,8 @@ def role_exists(arn: str) -> bool:
 
 
 def account_role() -> str | None:
-    return aws.client("apigateway").get_account().get("cloudwatchRoleArn")  # type: ignore[no-any-return]
+    role: str | None = aws.client("apigateway").get_account().get("cloudwatchRoleArn")
+    return role
 
 
 def event(
@@ -250,8 +251,10 @@ class RefusingDeletes:
 
     def delete_function(self, FunctionName: str) -> Any:
         if FunctionName == self.refused:
-            error = {"Error": {"Code": "AccessDeniedException", "Message": "not allowed"}}
-            raise ClientError(error, "DeleteFunction")  # type: ignore[arg-type]
+            raise ClientError(
+                {"Error": {"Code": "AccessDeniedException", "Message": "not allowed"}},
+                "DeleteFunction",
+            )
         return self.client.delete_function(FunctionName=FunctionName)
 
 

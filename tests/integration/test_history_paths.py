@@ -147,7 +147,7 @@ HISTORY_TABLES = {"jobs", "job_events", "offer_events", "job_offers"}
 
 def _plan(conn: db.Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
     row = conn.execute(
-        f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}",  # type: ignore[arg-type]
+        f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}",
         params or {},
     ).fetchone()
     assert row is not None

@@ -3,10 +3,10 @@
 import threading
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from dispatch import db, idempotency
 from dispatch.errors import Code, DispatchError
@@ -112,7 +112,10 @@ def test_concurrent_duplicates_run_once_and_answer_alike(
         empty_the_tables(conn)
         request = create_request(str(uuid.uuid4()))
         answers = together(
-            [lambda c, r=request: idempotency.execute(c, r, create, 201) for _ in range(4)],
+            [
+                partial(idempotency.execute, request=request, command=create, success_status=201)
+                for _ in range(4)
+            ],
             database_url,
         )
         assert all(isinstance(a, idempotency.Answer) for a in answers), answers
@@ -171,7 +174,7 @@ class Boom(RuntimeError):
 def test_a_failure_stores_nothing_and_a_retry_runs_again(conn: db.Connection) -> None:
     request = create_request("flaky-key")
 
-    def create_then_fail(c: db.Connection) -> BaseModel:
+    def create_then_fail(c: db.Connection) -> Job:
         create(c)
         raise Boom
 

@@ -1,6 +1,7 @@
 """Worker locations go to a real Redis (GEO), never to Postgres; Redis down is a clean 503."""
 
 import time
+from typing import cast
 
 import pytest
 import redis
@@ -14,13 +15,20 @@ from dispatch_local.template import handler_of, schedules
 from tests.support import Api, make_job, make_worker, worker
 
 
+def members(cache: redis.Redis, key: str) -> list[str]:
+    """The sorted set's members, lowest score first (the client answers bytes)."""
+    return [m.decode() for m in cast(list[bytes], cache.zrange(key, 0, -1))]
+
+
 def test_a_reported_location_lands_in_redis_only(
     api: Api, conn: db.Connection, cache: redis.Redis
 ) -> None:
     before = time.time()
     reply = api.call("PUT", "/workers/me/location", worker(1), {"lat": 12.9716, "lng": 77.5946})
     assert (reply.status, reply.body) == (204, None)
-    ((lng, lat),) = cache.geopos(locations.position_keys().positions, "worker-1")
+    (position,) = cache.geopos(locations.position_keys().positions, "worker-1")
+    assert position is not None
+    lng, lat = position
     assert (round(lat, 4), round(lng, 4)) == (12.9716, 77.5946)
     seen = cache.zscore(locations.position_keys().seen, "worker-1")
     assert seen is not None and before <= seen <= time.time()
@@ -32,7 +40,9 @@ def test_a_reported_location_lands_in_redis_only(
 def test_the_latest_position_wins(api: Api, cache: redis.Redis) -> None:
     for lat in (10.0, 11.0, 12.5):
         api.call("PUT", "/workers/me/location", worker(1), {"lat": lat, "lng": 77.0})
-    ((_, lat),) = cache.geopos(locations.position_keys().positions, "worker-1")
+    (position,) = cache.geopos(locations.position_keys().positions, "worker-1")
+    assert position is not None
+    _, lat = position
     assert round(lat, 3) == 12.5
     assert cache.zcard(locations.position_keys().positions) == 1
 
@@ -93,10 +103,8 @@ def test_the_sweeper_forgets_positions_nobody_reported_for_an_hour(
     sweeper = handler_of(next(s for s in schedules() if s.function == "LeaseSweeperFunction"))
     done = sweeper({}, LambdaContext(function_name="LeaseSweeperFunction"))
     assert done["positions_pruned"] == 1_500
-    assert [m.decode() for m in cache.zrange(locations.position_keys().positions, 0, -1)] == [
-        "recent"
-    ]
-    assert [m.decode() for m in cache.zrange(locations.position_keys().seen, 0, -1)] == ["recent"]
+    assert members(cache, locations.position_keys().positions) == ["recent"]
+    assert members(cache, locations.position_keys().seen) == ["recent"]
 
 
 def test_the_sweep_goes_on_when_redis_is_down(

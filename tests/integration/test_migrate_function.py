@@ -186,7 +186,7 @@ def test_the_deadline_stops_the_work_through_a_proxy_that_drops_cancel_requests(
     timer answers FAILED and hangs up, the function returns before its deadline, and the
     transaction that never committed leaves nothing behind."""
     info = conninfo_to_dict(empty_database)
-    proxy = Proxy(upstream_of(info.get("host") or "/tmp", int(info.get("port") or 5432)),
+    proxy = Proxy(upstream_of(str(info.get("host") or "/tmp"), int(info.get("port") or 5432)),
                   passes_cancels=False)  # fmt: skip
     monkeypatch.setenv(
         "DATABASE_URL", make_conninfo(empty_database, host="127.0.0.1", port=proxy.port)

@@ -38,7 +38,7 @@ def job_at(conn: Connection, lat: float, lng: float, skills: list[str] | None = 
     return str(commands.create_job(conn, "business-1", spec).id)
 
 
-def nearby(api: Api, lat: float, lng: float, **params: Any) -> Any:
+def nearby(api: Api, lat: float | str, lng: float | str, **params: Any) -> Any:
     query = "&".join(f"{k}={v}" for k, v in {"lat": lat, "lng": lng, **params}.items())
     return api.call("GET", f"/jobs/nearby?{query}", WASHER, key=None)
 
@@ -157,11 +157,11 @@ def test_one_statement_dense_or_sparse(conn: Connection) -> None:
     job_at(conn, *destination(30.0, 10.0, 90, 3_200))  # just outside
     for lat, lng, expected in ((30.0, 10.0, 1), (12.97, 77.59, 50)):
         found: list[Any] = []
-        wire = traced(
-            lambda lat=lat, lng=lng, found=found: found.extend(
-                queries.nearby_jobs(db.connection(), "w", lat, lng, 3_000, 50).jobs
-            )
-        )
+
+        def search(lat: float = lat, lng: float = lng, found: list[Any] = found) -> None:
+            found.extend(queries.nearby_jobs(db.connection(), "w", lat, lng, 3_000, 50).jobs)
+
+        wire = traced(search)
         assert len(found) == expected and len(wire.statements) == 1, wire.statements
     assert [str(j.id) for j in queries.nearby_jobs(conn, "w", 30.0, 10.0, 3_000, 50).jobs] == [far]
 

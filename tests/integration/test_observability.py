@@ -2,7 +2,8 @@
 
 import io
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -42,10 +43,12 @@ def test_accepts_won_and_lost_are_counted(api: Api, capfd: pytest.CaptureFixture
 @pytest.fixture
 def log_lines() -> Iterator[io.StringIO]:
     """What the Powertools logger writes (its handler bound stdout when first imported)."""
+    handler = logger.registered_handler
+    assert isinstance(handler, logging.StreamHandler)
     stream = io.StringIO()
-    previous = logger.registered_handler.setStream(stream)
+    previous = handler.setStream(stream)
     yield stream
-    logger.registered_handler.setStream(previous)
+    handler.setStream(previous)
 
 
 def test_an_unexpected_failure_is_logged_correlated_and_not_leaked(
@@ -71,7 +74,9 @@ def test_an_unexpected_failure_is_logged_correlated_and_not_leaked(
         },
         "isBase64Encoded": False,
     }
-    result = entrypoint(app)(event, LambdaContext(function_name="Boom"))
+    # Called as the local stack calls a handler (handler_of), with its stand-in context.
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]] = entrypoint(app)
+    result = handler(event, LambdaContext(function_name="Boom"))
     assert result["statusCode"] == 500
     body = json.loads(result["body"])
     assert body["error"]["code"] == "INTERNAL"

@@ -22,7 +22,8 @@ from dispatch.offers.sql import LIKELY_CANDIDATES, MARKET_ANSWERS
 from dispatch.workers import locations
 from dispatch.workers.models import WorkerPosition
 from tests.integration.conftest import Waves
-from tests.integration.test_offers import HERE, destination, first_wave, open_job, place
+from tests.integration.test_offers import HERE, first_wave, open_job, place
+from tests.support import destination
 
 Configure = Callable[..., None]
 SILENCE_S = 1  # the wave interval is 0 here: an unanswered offer is silence after 1 s

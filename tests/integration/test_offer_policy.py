@@ -252,7 +252,8 @@ def test_the_sweep_fits_the_markets_curve_and_the_waves_read_it(
         place(conn, f"next-{len(waves.put)}", 4000)
         _, created = open_job(conn)
         waves.run(conn, first_wave(created))
-        return waves.put[-1].data["why"]
+        why: dict[str, Any] = waves.put[-1].data["why"]
+        return why
 
     why = why_of_next_offer()
     assert why["half_distance_m"] == round(fitted["half_distance_m"], 1)

@@ -243,7 +243,8 @@ def test_a_wave_stops_the_moment_the_job_is_taken(
             time.sleep(wait)
             return commands.accept_job(c, job_id=job_id, worker_id=taker, version=None)
 
-        wave, accepted = together([partial(waves.run, request=request), accept], database_url)
+        calls: list[Callable[[db.Connection], Any]] = [partial(waves.run, request=request), accept]
+        wave, accepted = together(calls, database_url)
         assert not isinstance(wave, BaseException), wave
         assert not isinstance(accepted, BaseException), accepted
         offered = offers_of(conn, job_id)

@@ -3,6 +3,7 @@ ever skipped or repeated, however the writers' commits interleave), the summary.
 
 import threading
 import time
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -143,7 +144,7 @@ def test_no_event_is_skipped_or_repeated_while_writers_commit_out_of_order(
 
     reader = threading.Thread(target=read)
     reader.start()
-    in_parallel([lambda n=n: write(n) for n in range(6)])
+    in_parallel([partial(write, n) for n in range(6)])
     time.sleep(0.05)
     stop.set()
     reader.join(timeout=30)

@@ -5,6 +5,7 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -86,7 +87,7 @@ def write_lives(url: str, jobs: int) -> None:
                     held.version,
                 )
 
-    in_parallel([lambda n=n: life(n) for n in range(4)])
+    in_parallel([partial(life, n) for n in range(4)])
 
 
 def test_many_jobs_written_concurrently_two_relays_in_parallel(

@@ -3,6 +3,7 @@ average that offers rank by; a job may ask for a minimum rating, which nearby, o
 accept all respect."""
 
 from typing import Any
+from uuid import UUID
 
 from dispatch import db
 from dispatch.errors import DispatchError
@@ -68,7 +69,7 @@ def test_two_ratings_at_once_one_counts(api: Api, conn: db.Connection, database_
     for n in range(10):
         done = walk_to(api, "completed", holder=worker(f"raced-{n}"))
 
-        def rate_once(stars: int, job_id: str = done["id"]) -> int | str:
+        def rate_once(stars: int, job_id: UUID = UUID(done["id"])) -> int | str:
             with db.connect(database_url) as own:
                 try:
                     with own.transaction():

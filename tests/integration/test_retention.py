@@ -17,7 +17,7 @@ from dispatch import db, retention
 from dispatch_local.gateway import invoke, scheduled_event
 from dispatch_local.services import archivist_url
 from dispatch_local.template import schedules
-from tests.support import BUSINESS, Api, make_job, step, walk_to, worker
+from tests.support import BUSINESS, Api, make_job, one, step, walk_to, worker
 
 ARCHIVE = "dispatch-test-archive"
 Configure = Callable[..., None]
@@ -98,7 +98,7 @@ def archived(s3: Any) -> dict[str, list[Any]]:
 
 def counts(conn: db.Connection) -> dict[str, int]:
     tables = [*SNAPSHOT, "idempotency_keys", "workers"]
-    return {t: conn.execute(f"SELECT count(*) AS n FROM {t}").fetchone()["n"] for t in tables}
+    return {t: one(conn, f"SELECT count(*) AS n FROM {t}")["n"] for t in tables}
 
 
 def test_every_table_with_a_job_id_is_archived_and_deleted(conn: db.Connection) -> None:

@@ -158,7 +158,8 @@ def test_favourites_first_a_wave_0_then_the_ordinary_waves(
         ("near", 1),
     ]
     plain = commands.create_job(conn, "business-1", CreateJob.model_validate(job_body()))
-    assert offer_waves.round_for(last_event(conn, plain.id)).wave == 1  # type: ignore[union-attr]
+    opened = offer_waves.round_for(last_event(conn, plain.id))
+    assert opened is not None and opened.wave == 1
 
 
 def test_offer_first_to_takes_only_favourites(api: Api, conn: db.Connection) -> None:

@@ -7,7 +7,7 @@ import pytest
 from psycopg import errors
 
 from dispatch.db import Connection
-from tests.support import Api, walk_to, worker
+from tests.support import Api, one, walk_to, worker
 
 JOB = """
 INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end)
@@ -238,7 +238,7 @@ def test_a_decline_is_recorded_once_for_a_real_job(conn: Connection, job_id: Any
 
 
 def test_job_ids_are_uuid_version_7_in_creation_order(conn: Connection) -> None:
-    ids = [conn.execute(JOB).fetchone()["id"] for _ in range(5)]  # type: ignore[index]
+    ids = [one(conn, JOB)["id"] for _ in range(5)]
     assert all(i.version == 7 for i in ids)
     assert ids == sorted(ids)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import certifi
 import pytest
+from samtranslator.translator.managed_policy_translator import ManagedPolicyLoader
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import yaml_parse
 
@@ -37,7 +38,12 @@ def source() -> dict[str, Any]:
     return template
 
 
-class _NoManagedPolicies:
+class _NoManagedPolicies(ManagedPolicyLoader):
+    """Asks IAM nothing (no account here): no AWS managed policy name is resolved."""
+
+    def __init__(self) -> None:
+        pass
+
     def load(self) -> dict[str, str]:
         return {}
 

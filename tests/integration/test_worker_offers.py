@@ -2,6 +2,7 @@
 pulling is the truth), and say no to one, for good."""
 
 import json
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -128,7 +129,7 @@ def test_declines_at_the_same_instant_hurry_the_next_wave_which_runs_once(
                 inbox.decline(own, job_id, who)
             rounds.send_now_if_all_declined(job_id)
 
-        in_parallel([lambda n=n, r=round_: decline(f"decliner-{r}-{n}") for n in range(3)])
+        in_parallel([partial(decline, f"decliner-{round_}-{n}") for n in range(3)])
         hurried = [json.loads(body) for body in on_the_queue(queues["offers"])]
         assert hurried and all(h["wave"] == 2 for h in hurried), hurried
         for message in hurried:

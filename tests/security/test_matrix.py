@@ -129,6 +129,7 @@ def answered_as(reply: Reply, expected: int | str) -> None:
         assert reply.code == expected, (reply.status, reply.body)
         assert reply.status == CATALOGUE[Code(expected)].status
     if reply.status >= 400:
+        assert reply.code is not None, (reply.status, reply.body)
         assert reply.body["error"]["message"] == CATALOGUE[Code(reply.code)].message
 
 

@@ -9,6 +9,7 @@ from dispatch.jobs.lifecycle import MACHINE
 from dispatch.jobs.models import JobStatus, Photo, TransitionEvent
 from dispatch.jobs.rules import (
     ACCEPT_CAUSES,
+    Refusal,
     accept_refusal,
     attach_refusal,
     rating_refusal,
@@ -165,7 +166,7 @@ def test_attach_refusals(facts: dict[str, Any] | None, slot: Photo, code: Code) 
     assert refused is code
     assert bool(details) == (code is Code.VALIDATION_FAILED)
     # An upload that is not right is named only when nothing about the job refuses first.
-    missing = (Code.PHOTO_NOT_UPLOADED, [])
+    missing: Refusal = (Code.PHOTO_NOT_UPLOADED, [])
     with_upload = attach_refusal(facts, "me", "p-1", slot, slot_status, missing)
     expected = missing[0] if code is Code.VERSION_CONFLICT else code
     assert with_upload[0] is expected

@@ -2,7 +2,7 @@
 bill at the price table's list prices."""
 
 import json
-from typing import Any
+from pathlib import Path
 
 import pytest
 
@@ -56,11 +56,11 @@ def test_mcnemar_is_even_odds_on_the_jobs_only_one_policy_filled() -> None:
     assert mcnemar_exact(5, 1) == mcnemar_exact(1, 5) == pytest.approx(2 * 7 / 64)
 
 
-def test_the_fill_is_paired_job_by_job_and_waits_read_from_the_replay(tmp_path: Any) -> None:
+def test_the_fill_is_paired_job_by_job_and_waits_read_from_the_replay(tmp_path: Path) -> None:
     from sim.evaluate import paired_fill, waits
 
-    def replay(name: str, assigned: dict[str, float]) -> Any:
-        events = [{"type": "replay"}]
+    def replay(name: str, assigned: dict[str, float]) -> Path:
+        events: list[dict[str, str | float]] = [{"type": "replay"}]
         events += [{"t": 10.0 * n, "type": "job.created", "job_id": job}
                    for n, job in enumerate("abcd")]  # fmt: skip
         events += [{"t": t, "type": "job.assigned", "job_id": job} for job, t in assigned.items()]
