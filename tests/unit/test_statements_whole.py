@@ -21,7 +21,11 @@ def glued_statements(path: Path) -> list[int]:
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.JoinedStr):
-            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+            text = "".join(
+                v.value
+                for v in node.values
+                if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            )
             if looks_like_sql(text) and "\n" in text:
                 found.append(node.lineno)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
