@@ -265,7 +265,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "job_ids": [f["open"]["id"]], "versions": [f["open"]["version"]], "waves": [1],
     },
     "dispatch.offers.sql.OFFERS_OF_WORKER": lambda f: {"worker_id": WORKER, "limit": 100},
-    "dispatch.offers.sql.DECLINE": lambda f: {"job_id": f["open"]["id"], "worker_id": WORKER},
+    "dispatch.offers.sql.DECLINE": lambda f: {
+        "job_id": f["open"]["id"], "worker_id": WORKER, "answer": "{}", **idempotency.NO_KEY,
+    },
     "dispatch.offers.sql.WAVE_ALL_DECLINED": lambda f: {"job_id": f["open"]["id"]},
     "dispatch.outbox.sql.CLAIM_UNPUBLISHED": lambda f: {
         "batch_size": 1000, "claim_seconds": 30, "resend_seconds": 20,
