@@ -193,10 +193,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "version": None,
     },
     "dispatch.choice.sql.APPLY": lambda f: {
-        "job_id": f["due"]["id"], "worker_id": WORKER, "note": None,
-    },
-    "dispatch.choice.sql.CURRENT_APPLICATION": lambda f: {
-        "job_id": f["due"]["id"], "worker_id": f["applicant"],
+        "job_id": f["due"]["id"], "worker_id": WORKER, "note": None, **idempotency.NO_KEY,
     },
     "dispatch.choice.sql.APPLY_FAILURE_FACTS": lambda f: {
         "job_id": f["due"]["id"], "worker_id": WORKER,
