@@ -315,7 +315,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     },
     "dispatch.idempotency.STORED_ANSWER": lambda f: {"principal": "b-1", "key": "k-new"},
     "dispatch.idempotency.EXPIRE_KEYS": lambda f: {"hours": 24, "limit": 100},
-    "dispatch.workers.profiles.SET_SKILLS": lambda f: {"worker_id": WORKER, "skills": ["wash"]},
+    "dispatch.workers.profiles.SET_SKILLS": lambda f: {
+        "worker_id": WORKER, "skills": ["wash"], **idempotency.NO_KEY,
+    },
     "dispatch.jobs.photos.CREATE_PHOTO": lambda f: {
         "owner_id": WORKER, "s3_key": "photos/new", "content_type": "image/jpeg",
     },
