@@ -320,6 +320,8 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     },
     "dispatch.jobs.photos.CREATE_PHOTO": lambda f: {
         "owner_id": WORKER, "s3_key": "photos/new", "content_type": "image/jpeg",
+        "upload_url": "https://bucket/", "upload_fields": "{}", "expires_in": 900,
+        **idempotency.NO_KEY,
     },
     "dispatch.jobs.photos.PHOTO_OF_OWNER": lambda f: {
         "photo_id": f["working"]["before_photo_id"], "owner_id": f["working"]["assignee_id"],
