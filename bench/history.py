@@ -304,12 +304,6 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     },
     "dispatch.rosters.sql.BLOCKED_AMONG": lambda f: {"business_id": "b-1", "worker_ids": [WORKER]},
     "dispatch.rosters.sql.FAVOURITES": lambda f: {"business_id": "b-1"},
-    "dispatch.idempotency.CLAIM_KEY": lambda f: {
-        "principal": "b-1", "key": "k-new", "fingerprint": "f",
-    },
-    "dispatch.idempotency.STORE_ANSWER": lambda f: {
-        "principal": "b-1", "key": "k-new", "status": 201, "body": "{}",
-    },
     "dispatch.idempotency.CLAIM_KEY_WITH_ANSWER": lambda f: {
         "principal": "b-1", "key": "k-new", "fingerprint": "f", "status": 409, "body": "{}",
     },
