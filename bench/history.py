@@ -50,6 +50,7 @@ MODULES = (
 # Named constants that are not statements the product sends, and why.
 EXCLUDED = {
     "dispatch.idempotency.NO_KEY": "the key's parameters when there is none, not SQL",
+    "dispatch.idempotency.NO_LOCK_WAIT": "a setting of the probe's transaction, reads nothing",
 }
 SWEEP = "sweeper.sweep (the whole pass)"
 BOX = {"min_lat": 12.79, "max_lat": 13.15, "min_lng": 77.41, "max_lng": 77.78}
@@ -306,6 +307,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "dispatch.rosters.sql.FAVOURITES": lambda f: {"business_id": "b-1"},
     "dispatch.idempotency.CLAIM_KEY_WITH_ANSWER": lambda f: {
         "principal": "b-1", "key": "k-new", "fingerprint": "f", "status": 409, "body": "{}",
+    },
+    "dispatch.idempotency.TRY_KEY": lambda f: {
+        "principal": "b-1", "key": "k-new", "fingerprint": "f",
     },
     "dispatch.idempotency.STORED_ANSWER": lambda f: {"principal": "b-1", "key": "k-new"},
     "dispatch.idempotency.EXPIRE_KEYS": lambda f: {"hours": 24, "limit": 100},

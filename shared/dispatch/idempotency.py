@@ -35,6 +35,15 @@ INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
 VALUES (%(principal)s, %(key)s, %(fingerprint)s, %(status)s, %(body)s)
 """
 
+# Whether a twin still running holds the key, asked when a keyed statement waited too long on
+# another row (the change's own row, which a twin takes before it records the key): the key
+# tried without waiting (NO_LOCK_WAIT: 1 ms), in a transaction rolled back whatever it finds.
+NO_LOCK_WAIT = "SET LOCAL lock_timeout = 1"
+TRY_KEY = """
+INSERT INTO idempotency_keys (principal, key, fingerprint)
+VALUES (%(principal)s, %(key)s, %(fingerprint)s)
+"""
+
 STORED_ANSWER = """
 SELECT fingerprint, status_code, body FROM idempotency_keys
 WHERE principal = %(principal)s AND key = %(key)s
@@ -144,7 +153,7 @@ def execute(
             raise
         return _replay(conn, request)
     except errors.LockNotAvailable as error:
-        if _waited_on_a_key(error):
+        if _waited_on_a_key(error) or _held_by_a_twin(conn, request):
             raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
         raise
     return Answer(success_status, result.to_json(), made=result)
@@ -159,6 +168,19 @@ _KEY_WAIT = re.compile(r'^while [^\n]* in relation "idempotency_keys(_pkey)?"$',
 
 def _waited_on_a_key(error: errors.LockNotAvailable) -> bool:
     return _KEY_WAIT.search(error.diag.context or "") is not None
+
+
+def _held_by_a_twin(conn: Connection, request: KeyedRequest) -> bool:
+    """Whether the key is held by a request still running (or was answered since: a retry
+    replays it), after a keyed statement timed out waiting on a row other than the key's."""
+    params = {"principal": request.principal, "key": request.key}
+    try:
+        with conn.transaction(force_rollback=True):
+            conn.execute(NO_LOCK_WAIT)
+            conn.execute(TRY_KEY, {**params, "fingerprint": request.fingerprint})
+    except (errors.LockNotAvailable, errors.UniqueViolation):
+        return True
+    return False
 
 
 def _error_json(error: DispatchError, request: KeyedRequest) -> str:

@@ -256,3 +256,16 @@ def test_each_command_waits_for_its_twin_then_replays(
     answer = idempotency.execute(conn, request, command, status)
     holder.join()
     assert answer == idempotency.Answer(status, made[0].to_json(), replayed=True)
+
+
+@pytest.mark.parametrize("name", KEYED_COMMANDS)
+def test_each_command_whose_twin_takes_too_long_is_in_progress(
+    api: Api, app_conn: db.Connection, database_url: str, name: str
+) -> None:
+    command, status = keyed_command(api, name)
+    request = idempotency.KeyedRequest("worker-1", f"{name}-stuck", "fingerprint", "req")
+    holder, _ = holding_key(database_url, request, 3.0, command)
+    with pytest.raises(DispatchError) as caught:
+        idempotency.execute(app_conn, request, command, status)  # the role's lock_timeout: 2 s
+    holder.join()
+    assert caught.value.code is Code.REQUEST_IN_PROGRESS
