@@ -6,8 +6,9 @@ commit together in one round trip, in autocommit (the statement is its own trans
 
 - A finished duplicate finds the key taken: its statement fails on idempotency_keys_pkey and
   undoes itself, and the stored answer is replayed, or 422 if the request differs.
-- A concurrent duplicate blocks on the key's unique index until the first commits, then
-  replays its stored answer; past `lock_timeout` it gets REQUEST_IN_PROGRESS.
+- A concurrent duplicate blocks on the key's unique index (or first on its change's row) until
+  the first commits, then replays its stored answer; past `lock_timeout` it gets
+  REQUEST_IN_PROGRESS.
 - A business error (4xx) changed nothing: its answer is stored by a statement of its own and
   replayed like a success.
 - Anything else (5xx) stores nothing, so a retry runs again.
