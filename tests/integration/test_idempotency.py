@@ -269,3 +269,56 @@ def test_each_command_whose_twin_takes_too_long_is_in_progress(
         idempotency.execute(app_conn, request, command, status)  # the role's lock_timeout: 2 s
     holder.join()
     assert caught.value.code is Code.REQUEST_IN_PROGRESS
+
+
+# -- the routes of those commands, as a client sees them -----------------------------------
+
+
+Call = tuple[str, dict[str, Any]]  # a path and a body
+
+
+def keyed_route(api: Api, name: str) -> tuple[str, Call, Call, int]:
+    """A route worker-1 may call under a key: its method, a call, another call of the same
+    route (another job, or another body), and its status."""
+    make_worker(api, worker(1))
+    if name == "decline":
+        jobs = [make_job(api)["id"] for _ in range(2)]
+        return "POST", (f"/jobs/{jobs[0]}/decline", {}), (f"/jobs/{jobs[1]}/decline", {}), 200
+    if name == "apply":
+        body = {**job_body(), "assignment": "business_choice"}
+        path = f"/jobs/{api.call('POST', '/jobs', BUSINESS, body).body['id']}/applications"
+        return "POST", (path, {"note": "hi"}), (path, {"note": "hello"}), 201
+    if name == "skills":
+        return "PUT", ("/workers/me", {"skills": ["wash"]}), ("/workers/me", {"skills": []}), 200
+    assert name == "photo"
+    jpeg, png = {"content_type": "image/jpeg"}, {"content_type": "image/png"}
+    return "POST", ("/photos", jpeg), ("/photos", png), 201
+
+
+@pytest.mark.parametrize("name", KEYED_COMMANDS)
+def test_each_route_replays_and_refuses_another_request(api: Api, name: str) -> None:
+    method, (path, body), (other_path, other_body), status = keyed_route(api, name)
+    first = api.call(method, path, worker(1), body, key=f"{name}-route")
+    again = api.call(method, path, worker(1), body, key=f"{name}-route")
+    assert (first.status, again.status) == (status, status), first.body
+    assert again.body == first.body
+    assert "Idempotent-Replayed" not in first.headers
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    if status == 201:
+        assert again.headers["Location"] == first.headers["Location"]
+    reused = api.call(method, other_path, worker(1), other_body, key=f"{name}-route")
+    assert (reused.status, reused.code) == (422, "IDEMPOTENCY_KEY_REUSED")
+
+
+@pytest.mark.parametrize("name", ["decline", "apply"])
+def test_a_refusal_of_those_routes_is_replayed(api: Api, conn: db.Connection, name: str) -> None:
+    make_worker(api, worker(1))
+    if name == "decline":
+        path, code = f"/jobs/{uuid.uuid4()}/decline", "NOT_FOUND"
+    else:
+        path, code = f"/jobs/{make_job(api)['id']}/applications", "JOB_IS_FIRST_COME"
+    refused = api.call("POST", path, worker(1), {}, key=f"{name}-refused")
+    assert refused.code == code, refused.body
+    again = api.call("POST", path, worker(1), {}, key=f"{name}-refused")
+    assert (again.status, again.body) == (refused.status, refused.body)
+    assert again.headers.get("Idempotent-Replayed") == "true"
