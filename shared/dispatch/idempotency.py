@@ -174,11 +174,15 @@ def _waited_on_a_key(error: errors.LockNotAvailable) -> bool:
 def _held_by_a_twin(conn: Connection, request: KeyedRequest) -> bool:
     """Whether the key is held by a request still running (or was answered since: a retry
     replays it), after a keyed statement timed out waiting on a row other than the key's."""
-    params = {"principal": request.principal, "key": request.key}
+    params = {
+        "principal": request.principal,
+        "key": request.key,
+        "fingerprint": request.fingerprint,
+    }
     try:
         with conn.transaction(force_rollback=True):
             conn.execute(NO_LOCK_WAIT)
-            conn.execute(TRY_KEY, {**params, "fingerprint": request.fingerprint})
+            conn.execute(TRY_KEY, params)
     except (errors.LockNotAvailable, errors.UniqueViolation):
         return True
     return False
