@@ -140,9 +140,9 @@ def execute(
     """Run `command` under the caller's key: its one statement records the key with its
     answer (one round trip, in autocommit: the statement is its own transaction). A key
     already taken makes the statement fail on idempotency_keys_pkey and undo itself: the
-    stored answer is replayed (or 422). A twin still running holds the key: the statement
-    waits for it, up to lock_timeout. A command that changed nothing raises its refusal,
-    stored as any business error is."""
+    stored answer is replayed (or 422). A twin still running holds the key (and perhaps the
+    change's row, taken first): the statement waits for it, up to lock_timeout. A command that
+    changed nothing raises its refusal, stored as any business error is."""
     try:
         result = command(conn, request)
     except DispatchError as error:
