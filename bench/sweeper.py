@@ -25,6 +25,7 @@ from typing import Any
 from bench.common import Timing, bench_database, timing
 from dispatch import db, idempotency
 from dispatch.config import settings
+from dispatch.config.sweeper import sweeper_settings
 from dispatch.jobs import commands
 from dispatch.jobs.models import Job
 from dispatch.sweeper import SweepReport, sweep
@@ -169,8 +170,8 @@ def run(url: str, expired: int, scan_sizes: list[int], scan_jobs: int, callers: 
     result, seconds, during = sweep_under_load(url, sweep_share, callers)
     return Report(
         expired=expired,
-        batch_size=settings().sweep_batch_size,
-        duty=settings().sweep_duty,
+        batch_size=sweeper_settings().sweep_batch_size,
+        duty=sweeper_settings().sweep_duty,
         reopened=result.reopened,
         batches=result.batches,
         seconds=seconds,

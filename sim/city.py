@@ -90,9 +90,9 @@ class City:
         self.push: PushSample | None = None
         self._queues = [("OutboxQueue", Transport.OUTBOX), ("OfferQueue", Transport.OFFERS)]
         if scenario.workers.push_sample:
-            from dispatch.config import settings
+            from dispatch.config.push import push_settings
 
-            endpoint = settings().push_endpoint or ""
+            endpoint = push_settings().push_endpoint or ""
             self.push = PushSample(scenario, list(self.workers), endpoint)
             transport.bus.route(rule_pattern("PushQueue"), transport.queues[Transport.PUSH])
             self._queues += [

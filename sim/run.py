@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from dispatch.config import Settings
+from dispatch.config.offer_policy import OfferPolicySettings
 from dispatch.observability import logger
 from sim import choosing, push
 from sim.scenario import Dispatch, Scenario
@@ -56,7 +56,7 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
     knobs["DISPATCH_OFFER_HORIZON_SECONDS"] = seconds(dispatch.offer_horizon_seconds or 20)
     knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(history_seconds(dispatch))
     knobs["DISPATCH_OFFER_MARKET_REFIT_SECONDS"] = seconds(
-        Settings.model_fields["offer_market_refit_seconds"].default
+        OfferPolicySettings.model_fields["offer_market_refit_seconds"].default
     )
     return knobs | {
         "DISPATCH_OFFER_POLICY": dispatch.offer_policy,
@@ -247,7 +247,7 @@ def past_offers(scenario: Scenario) -> dict[str, list[Any]]:
 def history_seconds(dispatch: Dispatch) -> float:
     """How far back the `likely` policy reads answers, in the city's seconds: the scenario's,
     or the product's default."""
-    default: int = Settings.model_fields["offer_history_seconds"].default
+    default: int = OfferPolicySettings.model_fields["offer_history_seconds"].default
     return dispatch.offer_history_seconds or default
 
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler import Response
 
-from dispatch.config import settings
+from dispatch.config.console import console_settings
 from dispatch.errors import Code, DispatchError
 from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.models import to_json
@@ -29,7 +29,7 @@ def policy() -> str:
     """Nothing from another host, but the map tiles when a tile server is configured, the
     sign-in's token endpoint (the code is traded for the tokens there: PKCE), and the push
     socket when it is another host's (the WebSocket API in AWS; locally the same origin)."""
-    s = settings()
+    s = console_settings()
     return (
         f"default-src 'self'; img-src 'self' data:{origin(s.console_tiles)}; style-src 'self'; "
         f"script-src 'self'; connect-src 'self'{origin(s.console_signin_url)}"
@@ -66,7 +66,7 @@ def console() -> Response[Any]:
 )
 def asset(asset: str) -> Response[Any]:
     if asset == "config.json":
-        s = settings()
+        s = console_settings()
         config = {
             "bbox": s.console_bbox,
             "tiles": s.console_tiles,

@@ -16,7 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
-from dispatch.config import settings
+from dispatch.config.outbox import outbox_settings
 from dispatch.entrypoints import scheduled
 from dispatch.observability import count, logger, record
 from dispatch.outbox import relay
@@ -28,7 +28,7 @@ PAUSE_SECONDS = 1.0  # between passes while polling
 
 def relay_for_a_while(context: LambdaContext) -> dict[str, Any]:
     """{} when there was nothing to relay; else what was relayed and the lag left."""
-    polling_until = time.monotonic() + settings().relay_poll_seconds
+    polling_until = time.monotonic() + outbox_settings().relay_poll_seconds
 
     def time_left() -> bool:
         return context.get_remaining_time_in_millis() > SAFETY_MARGIN_MS

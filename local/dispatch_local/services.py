@@ -47,13 +47,14 @@ def start() -> dict[str, str]:
         os.environ["REDIS_URL"] = embedded.redis(home())
     if not os.environ.get("AWS_ENDPOINT_URL"):
         embedded.use_aws_stand_in(embedded.aws())
-    from dispatch.config import settings
+    from dispatch.config.outbox import outbox_settings
+    from dispatch.config.photos import photo_settings
 
-    embedded.ensure_bucket(settings().photo_bucket)
+    embedded.ensure_bucket(photo_settings().photo_bucket)
     # The retention duty's archive (ArchiveBucket in AWS).
     os.environ.setdefault("ARCHIVE_BUCKET", "dispatch-archive")
     embedded.ensure_bucket(os.environ["ARCHIVE_BUCKET"])
-    os.environ.setdefault("EVENT_BUS_NAME", settings().event_bus_name)
+    os.environ.setdefault("EVENT_BUS_NAME", outbox_settings().event_bus_name)
     if not os.environ.get("OUTBOX_QUEUE_URL"):
         os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"])
     if not os.environ.get("OFFER_QUEUE_URL"):

@@ -15,6 +15,7 @@ from psycopg import errors
 
 from dispatch import roles
 from dispatch.config import settings
+from dispatch.config.migration import migration_settings
 from dispatch.db import Connection
 from dispatch.observability import logger
 
@@ -115,7 +116,7 @@ def apply_patiently(
     whole attempt retried with a growing pause when a lock is busy, and a long statement
     timeout, cut to what is left before `deadline` (time.monotonic()). `connected` sees each
     connection first (the migrate function hangs it up when time runs out)."""
-    s = settings()
+    s = migration_settings()
     for attempt in range(1, s.migration_attempts + 1):
         left_ms = s.migration_statement_timeout_ms
         if deadline is not None:

@@ -24,7 +24,7 @@ from typing import Any, LiteralString
 
 from psycopg import errors
 
-from dispatch.config import settings
+from dispatch.config.retention import retention_settings
 from dispatch.db import Connection
 from dispatch.observability import logger
 
@@ -177,7 +177,7 @@ def retire(
 ) -> RetentionReport:
     """Batch after batch until one comes back short, one meets a concurrent change, or time
     runs out; then how many jobs wait still."""
-    s = settings()
+    s = retention_settings()
     if not s.archive_bucket:
         raise RuntimeError("ARCHIVE_BUCKET is not set: nothing may be deleted unarchived")
     jobs = rows = batches = conflicts = 0

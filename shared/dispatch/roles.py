@@ -15,7 +15,7 @@ import json
 from psycopg import sql
 from pydantic import SecretStr
 
-from dispatch.config import settings
+from dispatch.config.migration import migration_settings
 from dispatch.db import Connection
 
 APP_ROLE = "dispatch_app"
@@ -61,13 +61,13 @@ def configure(
 def app_password() -> str | None:
     """The password the migrator gives the role: the secret RDS Proxy signs in with (AWS), or
     DATABASE_APP_PASSWORD (a local server that asks for passwords); None leaves it as it is."""
-    s = settings()
+    s = migration_settings()
     return _password(s.database_app_secret_arn, s.database_app_password)
 
 
 def archivist_password() -> str | None:
     """The archivist's, likewise: DATABASE_ARCHIVIST_SECRET_ARN or DATABASE_ARCHIVIST_PASSWORD."""
-    s = settings()
+    s = migration_settings()
     return _password(s.database_archivist_secret_arn, s.database_archivist_password)
 
 

@@ -25,7 +25,10 @@ from typing import Any, LiteralString
 
 from dispatch import idempotency
 from dispatch.choice import deadline
-from dispatch.config import Settings, settings
+from dispatch.config import settings
+from dispatch.config.offer_policy import offer_policy_settings
+from dispatch.config.offers import offer_settings
+from dispatch.config.sweeper import sweeper_settings
 from dispatch.db import Connection
 from dispatch.jobs import commands
 from dispatch.jobs.models import Job
@@ -53,44 +56,43 @@ class Duty:
     name: str
     # Seconds after its last run it is due again (`EVERY_PASS`: on each pass); None: these
     # settings need none of it (the market's duties under the `nearest` policy).
-    every: Callable[[Settings], float | None]
+    every: Callable[[], float | None]
     share: float  # of the sweep period: its time budget in a pass
     work: Work
 
 
 def _choice_deadlines(conn: Connection, go: Callable[[], bool]) -> dict[str, Any]:
-    done = deadline.pass_deadlines(conn, settings().sweep_batch_size, go)
+    done = deadline.pass_deadlines(conn, sweeper_settings().sweep_batch_size, go)
     return {"auto_picked": done.picked, "unfilled_choices": done.unfilled}
 
 
 def _stalled_rounds(conn: Connection, go: Callable[[], bool]) -> dict[str, Any]:
-    done = waves.resume_stalled_rounds(conn, settings().sweep_batch_size, go)
+    done = waves.resume_stalled_rounds(conn, sweeper_settings().sweep_batch_size, go)
     return {"rounds_resumed": done.resumed, "rounds_left": done.left}
 
 
 def _keys(conn: Connection, go: Callable[[], bool]) -> dict[str, Any]:
-    s = settings()
-    return {
-        "expired_keys": idempotency.expire(conn, s.idempotency_ttl_hours, s.sweep_batch_size, go)
-    }
+    ttl_hours, batch_size = settings().idempotency_ttl_hours, sweeper_settings().sweep_batch_size
+    return {"expired_keys": idempotency.expire(conn, ttl_hours, batch_size, go)}
 
 
-def _likely(s: Settings) -> bool:
+def _likely() -> bool:
     """The market's duties serve the `likely` policy only (`nearest` reads neither)."""
-    return s.offer_policy == "likely"
+    return offer_settings().offer_policy == "likely"
 
 
 # In the order a pass runs them: what people wait for first, housekeeping last.
 DUTIES = (
-    Duty("choice_deadlines", lambda _: EVERY_PASS, 1 / 8, _choice_deadlines),
-    Duty("stalled_offer_rounds", lambda _: EVERY_PASS, 1 / 8, _stalled_rounds),
+    Duty("choice_deadlines", lambda: EVERY_PASS, 1 / 8, _choice_deadlines),
+    Duty("stalled_offer_rounds", lambda: EVERY_PASS, 1 / 8, _stalled_rounds),
     # The policy reads the offers since the last fold live: fold each pass, so they stay few.
-    Duty("market_answers", lambda s: EVERY_PASS if _likely(s) else None, 1 / 8,
+    Duty("market_answers", lambda: EVERY_PASS if _likely() else None, 1 / 8,
          lambda conn, _: {"answers_folded": market.fold(conn)}),
-    Duty("market_curve", lambda s: s.offer_market_refit_seconds if _likely(s) else None, 1 / 16,
+    Duty("market_curve",
+         lambda: offer_policy_settings().offer_market_refit_seconds if _likely() else None, 1 / 16,
          lambda conn, _: {"market_refit": market.refit(conn)}),
-    Duty("idempotency_keys", lambda _: KEYS_EVERY_S, 1 / 8, _keys),
-    Duty("worker_positions", lambda _: POSITIONS_EVERY_S, 1 / 16,
+    Duty("idempotency_keys", lambda: KEYS_EVERY_S, 1 / 8, _keys),
+    Duty("worker_positions", lambda: POSITIONS_EVERY_S, 1 / 16,
          lambda _, __: {"positions_pruned": locations.prune_if_reachable()}),
 )  # fmt: skip
 
@@ -150,7 +152,7 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
     began: datetime = rows[0]["now"]
     last_runs = {r["duty"]: r["ran_at"] for r in rows if r["duty"] is not None}
     for duty in DUTIES:
-        if time.monotonic() - p.leases_at >= LEASE_GAP * settings().sweep_interval_seconds:
+        if time.monotonic() - p.leases_at >= LEASE_GAP * sweeper_settings().sweep_interval_seconds:
             p.leases()
         p.run(duty, began, last_runs.get(duty.name))
     p.leases()
@@ -195,7 +197,7 @@ class _Pass:
         """Run `duty` if it is due, within its budget; record a scheduled one's run to its end.
         A dead connection fails the pass at once (db.run starts it again, leases first, on a
         new one)."""
-        every = duty.every(settings())
+        every = duty.every()
         if every is None or not _due(every, began, last_run):
             self.outcomes[duty.name] = NOT_DUE
             return
@@ -203,7 +205,7 @@ class _Pass:
             self.outcomes[duty.name] = CUT_SHORT
             self.cut_short += 1
             return
-        period = settings().sweep_interval_seconds
+        period = sweeper_settings().sweep_interval_seconds
         ends = time.monotonic() + period * duty.share
         asked, cut = 0, False
 
@@ -239,7 +241,7 @@ def _due(every: float, began: datetime, last_run: datetime | None) -> bool:
     length of the pass before), and an hourly duty must not wait an hour and a period."""
     if every == EVERY_PASS or last_run is None:
         return True
-    slack = settings().sweep_interval_seconds / 2
+    slack = sweeper_settings().sweep_interval_seconds / 2
     return began - last_run >= timedelta(seconds=every - slack)
 
 
@@ -249,7 +251,7 @@ def _drain(
     keep_going: Callable[[], bool],
 ) -> tuple[int, int]:
     """(jobs moved, batches run) of one kind of sweep."""
-    batch_size, duty = settings().sweep_batch_size, settings().sweep_duty
+    batch_size, duty = sweeper_settings().sweep_batch_size, sweeper_settings().sweep_duty
     moved = batches = 0
     while keep_going():
         began = time.monotonic()

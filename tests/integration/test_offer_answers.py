@@ -14,7 +14,7 @@ import redis
 
 from dispatch import db
 from dispatch.auth import Caller, Role
-from dispatch.config import settings
+from dispatch.config.offer_policy import offer_policy_settings
 from dispatch.jobs import commands
 from dispatch.jobs.models import TransitionEvent
 from dispatch.offers import inbox, market
@@ -322,7 +322,7 @@ def test_a_workers_record_reads_as_the_recount_did(
         assert new[field] == pytest.approx(float(old[field]), rel=1e-3, abs=1e-6), field
     assert new["answer_s"] == pytest.approx(old["answer_s"], rel=1e-3)
     assert new["since_accept_s"] == pytest.approx(old["since_accept_s"], abs=1e-6)
-    assert settings().offer_history_offers == 12
+    assert offer_policy_settings().offer_history_offers == 12
 
 
 def test_more_answers_than_recent_are_scaled_to_recent(

@@ -12,7 +12,6 @@ from uuid import UUID
 import pytest
 
 from dispatch import db, sweeper
-from dispatch.config import settings
 from dispatch.jobs import commands
 from dispatch.offers import inbox, market
 from dispatch.workers import locations
@@ -239,7 +238,7 @@ def test_the_sweep_fits_the_markets_curve_and_the_waves_read_it(
     # 2 x 1 s of silence, a 1 s lease and 2 x 1 s sweep periods.
     configure(DISPATCH_OFFER_WAVE_INTERVAL_SECONDS="0", DISPATCH_LEASE_SECONDS="1",
               DISPATCH_SWEEP_INTERVAL_SECONDS="1")  # fmt: skip
-    assert market.settle_seconds(settings()) == 5
+    assert market.settle_seconds() == 5
     time.sleep(5.1)
     assert sweeper.sweep(conn).market_refit is True
     fitted = conn.execute("SELECT * FROM offer_market").fetchone()

@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from dispatch import aws, db
-from dispatch.config import settings
+from dispatch.config.outbox import outbox_settings
 from dispatch.jobs import commands
 from dispatch.jobs.models import TransitionEvent
 from dispatch.jobs.requests import CreateJob
@@ -165,7 +165,7 @@ def forget_sends(conn: db.Connection) -> None:
     conn.execute(
         "UPDATE job_events SET relayed_at = relayed_at - make_interval(secs => %s)"
         " WHERE relayed_at IS NOT NULL",
-        (settings().relay_resend_seconds + 1,),
+        (outbox_settings().relay_resend_seconds + 1,),
     )
 
 
@@ -221,7 +221,7 @@ def test_a_pass_sends_only_while_its_claim_lasts_and_lets_the_rest_go(
     report = relay.relay_once(conn, too_late)
     assert (report.claimed, report.sent) == (24, 0)
     left = seen[0]
-    assert 0 < left <= settings().relay_claim_seconds * relay.SENDING_SHARE_OF_CLAIM
+    assert 0 < left <= outbox_settings().relay_claim_seconds * relay.SENDING_SHARE_OF_CLAIM
     held = conn.execute(
         "SELECT count(*) AS n FROM job_events"
         " WHERE relay_claimed_until IS NOT NULL OR relayed_at IS NOT NULL"
@@ -444,7 +444,7 @@ def test_offer_events_a_crash_left_after_their_commit_are_sent_by_the_catch_up(
     assert relay.catch_up(conn, relay.sqs_send) == 0  # sent moments ago: not yet
     conn.execute(
         "UPDATE offer_events SET relayed_at = relayed_at - make_interval(secs => %s)",
-        (settings().relay_resend_seconds + 1,),
+        (outbox_settings().relay_resend_seconds + 1,),
     )
     assert relay.catch_up(conn, relay.sqs_send) == 2
     drain(queues["outbox"])

@@ -1,8 +1,11 @@
 """The template and the code agree: environment, permissions, layout. Checked without AWS."""
 
+import importlib
+import pkgutil
 import re
 
-from dispatch.config import Settings
+from dispatch import config
+from dispatch.config import Group
 from dispatch_local import REPO_ROOT
 from dispatch_local.template import load_template
 
@@ -113,7 +116,13 @@ LOCAL_ONLY = {"DATABASE_APP_PASSWORD", "DATABASE_ARCHIVIST_PASSWORD", "DISPATCH_
 
 
 def test_every_setting_the_code_reads_is_set_for_every_function() -> None:
-    read = {str(field.validation_alias) for field in Settings.model_fields.values()}
+    for module in pkgutil.iter_modules(config.__path__):  # every group, each in its module
+        importlib.import_module(f"dispatch.config.{module.name}")
+    read = {
+        str(field.validation_alias)
+        for group in Group.defined
+        for field in group.model_fields.values()
+    }
     own = set().union(*OWN_SETTINGS.values())
     template = load_template()
     for logical_id, res in template["Resources"].items():

@@ -5,7 +5,7 @@ empty while anyone qualifies, and best first."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dispatch.config import Wave
+from dispatch.config.offers import Wave
 from dispatch.offers import policy
 from dispatch.offers.policy import Candidate, Knobs, choose, judge
 

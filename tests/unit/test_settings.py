@@ -4,7 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from dispatch.config import Settings, SettingsError, Wave, settings
+from dispatch.config import SettingsError, settings
+from dispatch.config.offers import OfferSettings, Wave
 
 REQUIRED = {"DATABASE_URL": "postgresql://db.example/dispatch", "PHOTO_BUCKET": "photos"}
 
@@ -20,8 +21,9 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]
 
 def test_waves_are_size_at_radius_in_order(environment: pytest.MonkeyPatch) -> None:
     environment.setenv("DISPATCH_OFFER_WAVES", " 1@500, 4@2000 ,9@9000")
-    assert Settings.from_environment().offer_waves == [Wave(1, 500), Wave(4, 2000), Wave(9, 9000)]
-    assert Settings.model_fields["offer_waves"].default == [
+    waves = OfferSettings.from_environment().offer_waves
+    assert waves == [Wave(1, 500), Wave(4, 2000), Wave(9, 9000)]
+    assert OfferSettings.model_fields["offer_waves"].default == [
         Wave(3, 3000), Wave(10, 5000), Wave(25, 8000)
     ]  # fmt: skip
 

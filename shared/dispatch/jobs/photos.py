@@ -13,7 +13,7 @@ from typing import Any, LiteralString
 from uuid import UUID, uuid4
 
 from dispatch import aws
-from dispatch.config import settings
+from dispatch.config.photos import photo_settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
 from dispatch.idempotency import KeyedRequest, answering
@@ -55,9 +55,9 @@ def create_upload(
     conn: Connection, owner_id: str, request: PhotoRequest, key: KeyedRequest | None = None
 ) -> PhotoUpload:
     s3_key = f"photos/{owner_id}/{uuid4()}"
-    expires_in = settings().photo_upload_seconds
+    expires_in = photo_settings().photo_upload_seconds
     post = aws.client("s3").generate_presigned_post(
-        Bucket=settings().photo_bucket,
+        Bucket=photo_settings().photo_bucket,
         Key=s3_key,
         Fields={"Content-Type": request.content_type},
         Conditions=[
@@ -108,7 +108,9 @@ def _head(key: str) -> dict[str, Any] | None:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        head: dict[str, Any] = aws.client("s3").head_object(Bucket=settings().photo_bucket, Key=key)
+        head: dict[str, Any] = aws.client("s3").head_object(
+            Bucket=photo_settings().photo_bucket, Key=key
+        )
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
             return None

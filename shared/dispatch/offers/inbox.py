@@ -8,7 +8,7 @@ goes out at once instead of waiting out the interval (`DISPATCH_OFFER_NEXT_WAVE_
 
 from uuid import UUID
 
-from dispatch.config import settings
+from dispatch.config.offers import offer_settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
 from dispatch.idempotency import KeyedRequest, answering
@@ -36,7 +36,7 @@ def decline(
 
 def next_wave_if_all_declined(conn: Connection, job_id: UUID) -> WaveRequest | None:
     """The wave to send now, when every worker offered in the round's latest wave declined."""
-    if not settings().offer_next_wave_on_declines:
+    if not offer_settings().offer_next_wave_on_declines:
         return None
     row = conn.execute(sql.WAVE_ALL_DECLINED, {"job_id": job_id}).fetchone()
     if row is None:

@@ -25,7 +25,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dispatch.config import Settings, settings
+from dispatch.config import settings
+from dispatch.config.offer_policy import offer_policy_settings
+from dispatch.config.offers import offer_settings
+from dispatch.config.sweeper import sweeper_settings
 from dispatch.db import Connection
 from dispatch.offers.sql import FOLD_ANSWERS, MARKET_ANSWERS, SAVE_MARKET
 
@@ -76,29 +79,29 @@ def fit(bands: Sequence[Band], configured_half_m: float) -> Curve | None:
     return Curve(door=best[1], half_distance_m=best[2], answers=round(answers))
 
 
-def settle_seconds(s: Settings) -> int:
+def settle_seconds() -> int:
     """How old an offer must be before its answer is folded: by then it can no longer change.
     Twice the silence period (an unanswered offer reads as silence after one, and the wave
     transaction that wrote it has long committed, so the ids below are all there), plus a lease
     and two sweep periods (an accept's ending, released or run out, is known once its lease has
     ended and the sweeper has reopened it). Younger offers are read live by the policy."""
-    silence_s = max(1, s.offer_wave_interval_seconds)
-    return 2 * silence_s + s.lease_seconds + 2 * s.sweep_interval_seconds
+    silence_s = max(1, offer_settings().offer_wave_interval_seconds)
+    return 2 * silence_s + settings().lease_seconds + 2 * sweeper_settings().sweep_interval_seconds
 
 
 def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None) -> int:
     """Fold the next settled offers' answers into the market's and their workers' tallies
     (`sql.FOLD_ANSWERS`), at most `batch`; how many it folded. `settle_s`: the product's
     (`settle_seconds`) unless a loader of finished history says otherwise."""
-    s = settings()
+    s = offer_policy_settings()
     row = conn.execute(
         FOLD_ANSWERS,
         {
             "band_m": BAND_M,
             "batch": batch,
-            "settle_s": settle_seconds(s) if settle_s is None else settle_s,
+            "settle_s": settle_seconds() if settle_s is None else settle_s,
             "history_s": s.offer_history_seconds,
-            "silence_s": max(1, s.offer_wave_interval_seconds),
+            "silence_s": max(1, offer_settings().offer_wave_interval_seconds),
             "half_m": s.offer_half_distance_m,
             "door": s.offer_prior_accept,
             "min_answers": s.offer_market_min_answers,
@@ -111,7 +114,7 @@ def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None)
 def refit(conn: Connection) -> bool:
     """Fit the market's curve to the folded answers and save it; whether it did (too few
     answers: not). The sweeper's "market curve" duty, every `offer_market_refit_seconds`."""
-    s = settings()
+    s = offer_policy_settings()
     rows = conn.execute(MARKET_ANSWERS, {"history_s": s.offer_history_seconds}).fetchall()
     bands = [Band((r["band"] + 0.5) * BAND_M, r["offers"], r["accepts"]) for r in rows]
     curve = fit(bands, s.offer_half_distance_m)

@@ -50,7 +50,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from dispatch.config import Settings, Wave, settings
+from dispatch.config.offer_policy import OfferPolicySettings, offer_policy_settings
+from dispatch.config.offers import OfferSettings, Wave, offer_settings
 from dispatch.db import Connection
 from dispatch.offers.market import near, settle_seconds
 from dispatch.offers.sql import LIKELY_CANDIDATES, MAKE_CHOSEN_OFFERS
@@ -105,9 +106,9 @@ class Knobs:
     max_size: int = 4
 
     @classmethod
-    def of(cls, s: Settings) -> "Knobs":
+    def of(cls, offers: OfferSettings, s: OfferPolicySettings) -> "Knobs":
         return cls(
-            interval_s=max(1, s.offer_wave_interval_seconds),
+            interval_s=max(1, offers.offer_wave_interval_seconds),
             history_s=s.offer_history_seconds,
             horizon_s=s.offer_horizon_seconds,
             target=s.offer_target,
@@ -202,8 +203,8 @@ def choose(
 def make_offers(conn: Connection, params: dict[str, Any]) -> int:
     """The wave's offers under this policy, inside the wave's transaction (`params`: the
     seed's MAKE_OFFERS parameters). Returns how many were made."""
-    s = settings()
-    knobs = Knobs.of(s)
+    s = offer_policy_settings()
+    knobs = Knobs.of(offer_settings(), s)
     rows = conn.execute(
         LIKELY_CANDIDATES,
         {
@@ -212,7 +213,7 @@ def make_offers(conn: Connection, params: dict[str, Any]) -> int:
             "recent": s.offer_history_offers,
             "history_s": s.offer_history_seconds,
             "silence_s": knobs.interval_s,
-            "settle_s": settle_seconds(s),
+            "settle_s": settle_seconds(),
             "half_m": knobs.half_distance_m,
             "door": knobs.prior_accept,
             "min_answers": s.offer_market_min_answers,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from dispatch import aws, db
-from dispatch.config import settings
+from dispatch.config.offers import offer_settings
 from dispatch.observability import logger
 from dispatch.offers import inbox
 from dispatch.offers.models import WaveRequest
@@ -18,7 +18,7 @@ def send_now_if_all_declined(job_id: UUID) -> None:
     """After a decline commits: the next wave at once when everyone offered in the round's
     latest wave has declined. Best effort, like every after-commit step: the delayed wave
     message is still on its way, and a wave runs once whichever message comes first."""
-    if not settings().offer_queue_url:
+    if not offer_settings().offer_queue_url:
         return
     try:
         request = db.run(lambda conn: inbox.next_wave_if_all_declined(conn, job_id))
@@ -33,7 +33,7 @@ def send_now_if_all_declined(job_id: UUID) -> None:
 
 def sqs_schedule(request: WaveRequest, delay_seconds: int) -> None:
     aws.client("sqs").send_message(
-        QueueUrl=settings().offer_queue_url,
+        QueueUrl=offer_settings().offer_queue_url,
         MessageBody=request.model_dump_json(),
         DelaySeconds=delay_seconds,
     )
@@ -43,7 +43,7 @@ def sqs_schedule_all(requests: Sequence[WaveRequest], delay_seconds: int) -> lis
     """Schedule up to ten wave requests in one queue call; the ones the queue took (each entry
     it refused is logged: its round's next try is the caller's)."""
     reply = aws.client("sqs").send_message_batch(
-        QueueUrl=settings().offer_queue_url,
+        QueueUrl=offer_settings().offer_queue_url,
         Entries=[
             {"Id": str(n), "MessageBody": r.model_dump_json(), "DelaySeconds": delay_seconds}
             for n, r in enumerate(requests)

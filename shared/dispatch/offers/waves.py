@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dispatch.config import Wave, settings
+from dispatch.config.offers import Wave, offer_settings
 from dispatch.db import Connection
 from dispatch.errors import CacheUnavailable
 from dispatch.events import Event
@@ -93,7 +93,7 @@ def resume_stalled_rounds(
     recorded (`RECORD_RESUMED`) so that the next passes leave it alone for a stall period, and
     a round whose entry was refused is not, so the next pass sends it again. None is sent
     twice by one pass. Nothing without an offer queue."""
-    s = settings()
+    s = offer_settings()
     if not s.offer_queue_url:
         return ResumeReport(0, 0)
     rows = conn.execute(
@@ -143,18 +143,18 @@ def resume_stalled_rounds(
 def start_round(event: Event) -> None:
     """Schedule wave 1 at once when `event` opens the job and offers are configured."""
     request = round_for(event)
-    if request is not None and settings().offer_queue_url:
+    if request is not None and offer_settings().offer_queue_url:
         sqs_schedule(request, 0)
 
 
 def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule) -> WaveReport:
-    waves = settings().offer_waves
+    waves = offer_settings().offer_waves
     if request.wave > len(waves):
         return _final_check(conn, request, len(waves))
     wave = waves[request.wave - 1] if request.wave else favourites_wave(waves)
     radius_m = wave.radius_m  # how far the wave looks (`likely` may look further: policy.reach_m)
-    if request.wave and settings().offer_policy == "likely":
-        radius_m = policy.reach_m(waves, request.wave, settings().offer_reach_waves)
+    if request.wave and offer_settings().offer_policy == "likely":
+        radius_m = policy.reach_m(waves, request.wave, offer_settings().offer_reach_waves)
     params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
     job = conn.execute(OPEN_JOB, params).fetchone()
     if job is None:  # taken (or cancelled) since the round began: the round is over
@@ -184,14 +184,14 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule) -> Wave
                 "tie_band_m": TIE_BAND_M,
             }
             # The hook where a wave picks its workers: the seed's nearest first, or a policy.
-            if settings().offer_policy == "likely":
+            if offer_settings().offer_policy == "likely":
                 offered = policy.make_offers(conn, choice)
             else:
                 offered = len(conn.execute(MAKE_OFFERS, choice).fetchall())
     # The offers' events, now (and a redelivered wave's, whose first run died before this).
     relay.after_commit(conn, request.job_id)
     if job is not None:
-        schedule(request.next(), settings().offer_wave_interval_seconds)
+        schedule(request.next(), offer_settings().offer_wave_interval_seconds)
     count("OffersMade", offered)
     logger.info(
         "offer wave",
@@ -224,7 +224,7 @@ def _positions_near(
     failure would leave jobs unoffered for minutes with nothing to tell why."""
     try:
         return locations.fresh_nearby(
-            where["lat"], where["lng"], radius_m, settings().offer_candidate_limit
+            where["lat"], where["lng"], radius_m, offer_settings().offer_candidate_limit
         )
     except CacheUnavailable as error:
         count("OfferWavesWithoutPositions")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from dispatch import aws
-from dispatch.config import settings
+from dispatch.config.outbox import outbox_settings
 from dispatch.db import Connection
 from dispatch.events import Event
 from dispatch.observability import count, logger
@@ -87,7 +87,7 @@ def put_all_on_bus(events: Sequence[Event]) -> None:
                     "Source": SOURCE,
                     "DetailType": event.type,
                     "Detail": event.to_json(),
-                    "EventBusName": settings().event_bus_name,
+                    "EventBusName": outbox_settings().event_bus_name,
                 }
                 for event in events[start : start + PUT_EVENTS_MAX]
             ]

@@ -23,7 +23,7 @@ from uuid import UUID
 import psycopg
 
 from dispatch import aws, db
-from dispatch.config import settings
+from dispatch.config.outbox import outbox_settings
 from dispatch.db import Connection
 from dispatch.observability import count, logger
 from dispatch.outbox import sql
@@ -69,7 +69,7 @@ def relay_once(
     backlog); without, the oldest events of any job (the catch-up). `send_by` (monotonic
     time) ends the sending sooner than the claim would: the caller's own time running out
     (a Lambda's timeout would cut a pass between its sends and its marks)."""
-    s = settings()
+    s = outbox_settings()
     rows = conn.execute(
         sql.CLAIM_UNPUBLISHED if job_id is None else sql.CLAIM_UNPUBLISHED_OF_JOB,
         {
@@ -117,7 +117,7 @@ def catch_up(
     while keep_going():
         report = relay_once(conn, send, send_by=send_by())
         total += report.sent
-        if report.claimed < settings().relay_batch_size or report.sent == 0:
+        if report.claimed < outbox_settings().relay_batch_size or report.sent == 0:
             break
     if total:
         logger.info("outbox caught up", extra={"sent": total})
@@ -126,7 +126,7 @@ def catch_up(
 
 def after_commit(conn: Connection, job_id: UUID) -> None:
     """Best effort, right after a writer committed: a failure here never fails the request."""
-    if not settings().outbox_queue_url:
+    if not outbox_settings().outbox_queue_url:
         return
     try:
         report = relay_once(conn, sqs_send, job_id)
@@ -161,7 +161,7 @@ def batches(messages: list[Message], size: int = 10) -> Iterable[list[Message]]:
 
 
 def sqs_send(messages: list[Message], deadline: float = float("inf")) -> set[UUID]:
-    queue_url = settings().outbox_queue_url
+    queue_url = outbox_settings().outbox_queue_url
     sent: set[UUID] = set()
     stopped: set[UUID] = set()  # jobs with a failed event: their later events wait
     for batch in batches(messages):

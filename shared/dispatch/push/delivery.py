@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from dispatch import aws, db
-from dispatch.config import settings
+from dispatch.config.push import push_settings
 from dispatch.events import Event
 from dispatch.models import Model
 from dispatch.observability import count, logger
@@ -105,7 +105,7 @@ def _parts(delivery: Delivery) -> list[Delivery]:
 
 def send_to_delivery_queue(delivery: Delivery) -> None:
     aws.client("sqs").send_message(
-        QueueUrl=settings().push_delivery_queue_url, MessageBody=delivery.model_dump_json()
+        QueueUrl=push_settings().push_delivery_queue_url, MessageBody=delivery.model_dump_json()
     )
 
 
@@ -152,7 +152,7 @@ def report_gone(connection_ids: Sequence[str]) -> None:
         return
     try:
         aws.client("sqs").send_message(
-            QueueUrl=settings().push_gone_queue_url, MessageBody=gone_body(connection_ids)
+            QueueUrl=push_settings().push_gone_queue_url, MessageBody=gone_body(connection_ids)
         )
     except Exception:
         logger.warning("could not report gone connections", exc_info=True)
@@ -169,7 +169,7 @@ def management() -> Any:
     import boto3
     from botocore.config import Config
 
-    endpoint = settings().push_endpoint
+    endpoint = push_settings().push_endpoint
     if not endpoint:
         raise RuntimeError("PUSH_ENDPOINT is not set")
     config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 2})

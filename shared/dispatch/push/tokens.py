@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any
 
 from dispatch.auth import Role, parse_groups
-from dispatch.config import settings
+from dispatch.config.push import push_settings
 
 
 class TokenRefused(Exception):
@@ -39,7 +39,7 @@ def verify(token: str | None) -> Verified:
     issuer or audience, expired, or with no role the API knows)."""
     import jwt
 
-    s = settings()
+    s = push_settings()
     if not token or s.jwt_issuer is None:
         raise TokenRefused("no token" if not token else "no issuer configured")
     try:
