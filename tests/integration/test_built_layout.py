@@ -130,7 +130,10 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
 # answers' models only where a route answers or reads a job (not the worker's own routes, nor
 # the rosters, whose positions and skills come from dispatch.fields). Found by the cold-start
 # benchmark: workers and rosters built the eighteen job models for one constant, ops imported
-# the relay (and its queue client) to read the outbox lag.
+# the relay (and its queue client) to read the outbox lag. Settings groups (dispatch.config)
+# follow their readers: the outbox's with the relay, the photos' with the job commands, the
+# offers' with the decline (dispatch.offers.inbox), the console's with the console; the others
+# are read by no route (each function validates what it imports, at init).
 POSITION_STORE = "dispatch.workers.locations"
 KEYED = {
     "functions/accept_job/",
@@ -167,6 +170,12 @@ NO_ROUTE_USES = (
     "dispatch.retention",
     "dispatch.migrations",
     "dispatch.push",
+    # Settings: each function validates only the groups its code reads (dispatch.config).
+    "dispatch.config.offer_policy",
+    "dispatch.config.sweeper",
+    "dispatch.config.retention",
+    "dispatch.config.migration",
+    "dispatch.config.push",
 )
 
 
@@ -182,6 +191,10 @@ def test_an_api_function_imports_only_what_its_routes_use(code_uri: str, tmp_pat
         "dispatch.jobs.commands": code_uri in RUNS_JOB_COMMANDS,
         "dispatch.jobs.requests": code_uri in RUNS_JOB_COMMANDS,
         "dispatch.jobs.models": code_uri in READS_JOBS,
+        "dispatch.config.outbox": code_uri in KEYED,
+        "dispatch.config.photos": code_uri in RUNS_JOB_COMMANDS,
+        "dispatch.config.offers": code_uri == "functions/offers/",
+        "dispatch.config.console": code_uri == "functions/console/",
     }
     probe = (
         f"unused = {unused!r}; "
