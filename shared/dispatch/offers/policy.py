@@ -90,7 +90,8 @@ class Chosen:
 
 @dataclass(frozen=True)
 class Knobs:
-    """The policy's parameters (settings `DISPATCH_OFFER_*`, documented in config.py)."""
+    """The policy's parameters (settings `DISPATCH_OFFER_*`, documented in
+    dispatch.config.offers and dispatch.config.offer_policy)."""
 
     interval_s: float  # the wave interval: an unanswered offer this old counts as silence
     history_s: float
