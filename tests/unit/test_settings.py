@@ -42,3 +42,15 @@ def test_nothing_deployed_defaults_to_this_machine(environment: pytest.MonkeyPat
     environment.delenv("DATABASE_URL")
     with pytest.raises(SettingsError, match="DATABASE_URL: Field required"):
         settings()
+
+
+def test_one_line_names_every_bad_variable_of_the_core_and_the_groups_read(
+    environment: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    environment.setenv("DISPATCH_LEASE_SECONDS", "soon")
+    environment.setenv("DISPATCH_OFFER_WAVES", "3@")
+    with pytest.raises(SettingsError, match=r"DISPATCH_LEASE_SECONDS.*DISPATCH_OFFER_WAVES"):
+        settings()
+    logged = capsys.readouterr().err.splitlines()
+    assert len(logged) == 1
+    assert "DISPATCH_LEASE_SECONDS" in logged[0] and "DISPATCH_OFFER_WAVES" in logged[0]

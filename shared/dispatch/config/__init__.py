@@ -7,8 +7,8 @@ Plain pydantic models validated from `os.environ`, each field under its variable
 `validation_alias`): pydantic-settings would do the same and cost every function's cold start
 its import (its sources: dotenv, argparse, the clouds' secret stores) and a slower parse.
 
-A function validates only the settings it reads (issue 36: building a model's schema is most
-of a cold start's cost above the floor, about 0.2 ms a field). `Settings` here holds what most
+A function validates only the settings it reads (issue 36: each field's schema costs a cold
+start some 0.2 ms; the one model of sixty fields was 15 ms of CPU). `Settings` here holds what most
 functions read (the database, Redis, the lease, the timeouts); each other group is a `Group` in
 its own module of this package (`dispatch.config.offers`, ...), with its getter, imported by the
 code that reads it. `settings()` validates the core and every group imported so far, together,
