@@ -43,6 +43,9 @@ ENVIRONMENT = {
     "DATABASE_URL": "postgresql://dispatch_admin@proxy.example:5432/dispatch?sslmode=require",
     "PHOTO_BUCKET": "dispatch-photos-dev",
     "POWERTOOLS_SERVICE_NAME": "dispatch",
+    # Without it the first run writes our modules' bytecode into the copies and every later
+    # run imports that instead of compiling the source, as Lambda must.
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
 TIMED = """
 import sys, time
