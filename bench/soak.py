@@ -50,6 +50,7 @@ PAUSE_SECONDS = 0.02  # a client's breath between actions
 WINDOW_SECONDS = 30  # the report's stretches: a stack that wilts shows it here
 SETTLE_SECONDS = 60  # longest wait for sweeps, relays and publishes after the load stops
 POLL_SECONDS = 0.5
+STOP_SECONDS = 90
 
 
 def near_centre(rng: random.Random, km: float = 4) -> dict[str, float]:
@@ -324,7 +325,9 @@ def soak(database_url: str, seconds: float, businesses: int, workers: int) -> So
                 violations = hist.check(log, conn, lease_grace_seconds=LEASE_SECONDS)
         finally:
             try:
-                stop_stack(process)
+                # A stack that wilted stops slowly (its pool finishes what it holds); killed,
+                # it would leave its embedded Redis behind.
+                stop_stack(process, timeout=STOP_SECONDS)
             except subprocess.TimeoutExpired:  # killed instead: the figures still stand
                 print("the stack did not stop within its grace period; killed", flush=True)
     by_route: dict[str, list[hist.Op]] = defaultdict(list)

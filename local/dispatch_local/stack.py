@@ -78,10 +78,10 @@ def start_stack(
         time.sleep(POLL_SECONDS)
 
 
-def stop_stack(process: subprocess.Popen[bytes]) -> None:
+def stop_stack(process: subprocess.Popen[bytes], timeout: float = 20) -> None:
     process.send_signal(signal.SIGINT)  # what Ctrl-C does
     try:
-        process.wait(timeout=20)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         raise
