@@ -50,6 +50,7 @@ MODULES = (
 # Named constants that are not statements the product sends, and why.
 EXCLUDED = {
     "dispatch.idempotency.NO_KEY": "the key's parameters when there is none, not SQL",
+    "dispatch.idempotency.NO_LOCK_WAIT": "a setting of the probe's transaction, reads nothing",
 }
 SWEEP = "sweeper.sweep (the whole pass)"
 BOX = {"min_lat": 12.79, "max_lat": 13.15, "min_lng": 77.41, "max_lng": 77.78}
@@ -193,10 +194,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "version": None,
     },
     "dispatch.choice.sql.APPLY": lambda f: {
-        "job_id": f["due"]["id"], "worker_id": WORKER, "note": None,
-    },
-    "dispatch.choice.sql.CURRENT_APPLICATION": lambda f: {
-        "job_id": f["due"]["id"], "worker_id": f["applicant"],
+        "job_id": f["due"]["id"], "worker_id": WORKER, "note": None, **idempotency.NO_KEY,
     },
     "dispatch.choice.sql.APPLY_FAILURE_FACTS": lambda f: {
         "job_id": f["due"]["id"], "worker_id": WORKER,
@@ -265,7 +263,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "job_ids": [f["open"]["id"]], "versions": [f["open"]["version"]], "waves": [1],
     },
     "dispatch.offers.sql.OFFERS_OF_WORKER": lambda f: {"worker_id": WORKER, "limit": 100},
-    "dispatch.offers.sql.DECLINE": lambda f: {"job_id": f["open"]["id"], "worker_id": WORKER},
+    "dispatch.offers.sql.DECLINE": lambda f: {
+        "job_id": f["open"]["id"], "worker_id": WORKER, "answer": "{}", **idempotency.NO_KEY,
+    },
     "dispatch.offers.sql.WAVE_ALL_DECLINED": lambda f: {"job_id": f["open"]["id"]},
     "dispatch.outbox.sql.CLAIM_UNPUBLISHED": lambda f: {
         "batch_size": 1000, "claim_seconds": 30, "resend_seconds": 20,
@@ -305,20 +305,21 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     },
     "dispatch.rosters.sql.BLOCKED_AMONG": lambda f: {"business_id": "b-1", "worker_ids": [WORKER]},
     "dispatch.rosters.sql.FAVOURITES": lambda f: {"business_id": "b-1"},
-    "dispatch.idempotency.CLAIM_KEY": lambda f: {
-        "principal": "b-1", "key": "k-new", "fingerprint": "f",
-    },
-    "dispatch.idempotency.STORE_ANSWER": lambda f: {
-        "principal": "b-1", "key": "k-new", "status": 201, "body": "{}",
-    },
     "dispatch.idempotency.CLAIM_KEY_WITH_ANSWER": lambda f: {
         "principal": "b-1", "key": "k-new", "fingerprint": "f", "status": 409, "body": "{}",
     },
+    "dispatch.idempotency.TRY_KEY": lambda f: {
+        "principal": "b-1", "key": "k-new", "fingerprint": "f",
+    },
     "dispatch.idempotency.STORED_ANSWER": lambda f: {"principal": "b-1", "key": "k-new"},
     "dispatch.idempotency.EXPIRE_KEYS": lambda f: {"hours": 24, "limit": 100},
-    "dispatch.workers.profiles.SET_SKILLS": lambda f: {"worker_id": WORKER, "skills": ["wash"]},
+    "dispatch.workers.profiles.SET_SKILLS": lambda f: {
+        "worker_id": WORKER, "skills": ["wash"], **idempotency.NO_KEY,
+    },
     "dispatch.jobs.photos.CREATE_PHOTO": lambda f: {
         "owner_id": WORKER, "s3_key": "photos/new", "content_type": "image/jpeg",
+        "upload_url": "https://bucket/", "upload_fields": "{}", "expires_in": 900,
+        **idempotency.NO_KEY,
     },
     "dispatch.jobs.photos.PHOTO_OF_OWNER": lambda f: {
         "photo_id": f["working"]["before_photo_id"], "owner_id": f["working"]["assignee_id"],

@@ -26,6 +26,7 @@ from bench.common import Timing, bench_database, timing
 from dispatch import db, idempotency
 from dispatch.config import settings
 from dispatch.jobs import commands
+from dispatch.jobs.models import Job
 from dispatch.sweeper import SweepReport, sweep
 
 RESULTS = Path(__file__).parent / "results"
@@ -76,6 +77,12 @@ def prepare(url: str, expired: int, open_jobs: int) -> list[uuid.UUID]:
         return [r["id"] for r in conn.execute("SELECT id FROM jobs WHERE status = 'open'")]
 
 
+def _accept(
+    job_id: uuid.UUID, worker: str, conn: db.Connection, key: idempotency.KeyedRequest
+) -> Job:
+    return commands.accept_job(conn, job_id, worker, None, key)
+
+
 def accept_callers(
     url: str, job_ids: list[uuid.UUID], callers: int, stop: threading.Event
 ) -> tuple[list[int], float]:
@@ -97,7 +104,7 @@ def accept_callers(
                 idempotency.execute(
                     conn,
                     request,
-                    partial(commands.accept_job, job_id=job_id, worker_id=worker, version=None),
+                    partial(_accept, job_id, worker),
                     200,
                 )
                 elapsed = time.perf_counter_ns() - t0

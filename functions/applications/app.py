@@ -44,8 +44,8 @@ NO_NOTE = ApplyForJob()  # an empty body means {}
 )
 def apply(job_id: ApiId, request: Annotated[ApplyForJob, Body()] = NO_NOTE) -> Response[Any]:
     worker = app.caller
-    return app.idempotent(
-        lambda conn: commands.apply(conn, job_id, worker.id, request.note),
+    return app.answered(
+        lambda conn, key: commands.apply(conn, job_id, worker.id, request.note, key),
         status=201,
     )
 

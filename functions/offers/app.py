@@ -44,8 +44,8 @@ def my_offers() -> Response[Any]:
 )
 def decline(job_id: ApiId, _: Annotated[DeclineJob, Body()] = NO_BODY) -> Response[Any]:
     worker = app.caller
-    return app.idempotent(
-        lambda conn: inbox.decline(conn, job_id, worker.id), then=hurry_the_next_wave
+    return app.answered(
+        lambda conn, key: inbox.decline(conn, job_id, worker.id, key), then=hurry_the_next_wave
     )
 
 

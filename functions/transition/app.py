@@ -57,7 +57,9 @@ def transition(job_id: ApiId, request: TransitionRequest) -> Response[Any]:
 )
 def create_photo(request: PhotoRequest) -> Response[Any]:
     worker = app.caller
-    return app.idempotent(lambda conn: photos.create_upload(conn, worker.id, request), status=201)
+    return app.answered(
+        lambda conn, key: photos.create_upload(conn, worker.id, request, key), status=201
+    )
 
 
 @app.endpoint(

@@ -25,7 +25,7 @@ app = KeyedResolver()
 )
 def put_worker_profile(update: WorkerProfileUpdate) -> Response[Any]:
     worker = app.caller
-    return app.idempotent(lambda conn: profiles.set_skills(conn, worker.id, update))
+    return app.answered(lambda conn, key: profiles.set_skills(conn, worker.id, update, key))
 
 
 @app.endpoint(

@@ -1,15 +1,17 @@
-"""Idempotency keys in the same transaction as the change they protect.
+"""Idempotency keys in the same statement as the change they protect.
 
-The key is claimed first (INSERT ... ON CONFLICT DO NOTHING), pipelined with the command's own
-statement, so the happy path costs two round trips: [BEGIN, claim, change], [store, COMMIT].
+A keyed command's one statement records the caller's key with its answer itself (its
+`answered` CTE, parameters from `answering`), so the change, its event, the key and the answer
+commit together in one round trip, in autocommit (the statement is its own transaction).
 
-- A concurrent duplicate blocks on the claim's unique index until the first commits, then
-  replays its stored answer; past `lock_timeout` it gets REQUEST_IN_PROGRESS.
-- A finished duplicate finds the claim taken: the transaction rolls back (whatever the command
-  did with it is undone) and the stored answer is replayed, or 422 if the request differs.
-- A business error (4xx) changed nothing: its answer is stored in the same transaction (or,
-  when a constraint broke that transaction, in one of its own) and replayed like a success.
-- Anything else (5xx) rolls back and stores nothing, so a retry runs again.
+- A finished duplicate finds the key taken: its statement fails on idempotency_keys_pkey and
+  undoes itself, and the stored answer is replayed, or 422 if the request differs.
+- A concurrent duplicate blocks on the key's unique index (or first on its change's row) until
+  the first commits, then replays its stored answer; past `lock_timeout` it gets
+  REQUEST_IN_PROGRESS.
+- A business error (4xx) changed nothing: its answer is stored by a statement of its own and
+  replayed like a success.
+- Anything else (5xx) stores nothing, so a retry runs again.
 """
 
 import hashlib
@@ -19,32 +21,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-from psycopg import errors, pq
+from psycopg import errors
 
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.models import ID_FIELDS, Resource, to_json
 
-CLAIM_KEY = """
-INSERT INTO idempotency_keys (principal, key, fingerprint)
-VALUES (%(principal)s, %(key)s, %(fingerprint)s)
-ON CONFLICT DO NOTHING
-RETURNING true AS claimed
-"""
-
-STORE_ANSWER = """
-UPDATE idempotency_keys SET status_code = %(status)s, body = %(body)s
-WHERE principal = %(principal)s AND key = %(key)s
-"""
-
-# A business error's answer, stored after the command changed nothing (in autocommit, or
-# after its broken transaction rolled back). A key another request holds fails it on
+# A business error's answer, stored after the command changed nothing (its statement
+# matched nothing, or failed and undid itself). A key another request holds fails it on
 # idempotency_keys_pkey, and that request's answer is replayed. A plain INSERT: ON CONFLICT
 # DO NOTHING would insert speculatively, 48 more bytes of WAL for every lost race.
 CLAIM_KEY_WITH_ANSWER = """
 INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
 VALUES (%(principal)s, %(key)s, %(fingerprint)s, %(status)s, %(body)s)
+"""
+
+# Whether a twin still running holds the key, asked when a keyed statement waited too long on
+# another row (the change's own row, which a twin takes before it records the key): the key
+# tried without waiting (NO_LOCK_WAIT: 1 ms), in a transaction rolled back whatever it finds.
+NO_LOCK_WAIT = "SET LOCAL lock_timeout = 1"
+TRY_KEY = """
+INSERT INTO idempotency_keys (principal, key, fingerprint)
+VALUES (%(principal)s, %(key)s, %(fingerprint)s)
 """
 
 STORED_ANSWER = """
@@ -75,15 +73,6 @@ class KeyedRequest:
     fingerprint: str
     request_id: str
 
-    def answering(self, status: int) -> dict[str, Any]:
-        """The parameters of a statement that records this key with its answer itself."""
-        return {
-            "principal": self.principal,
-            "key": self.key,
-            "fingerprint": self.fingerprint,
-            "answer_status": status,
-        }
-
 
 # The key's parameters of a statement that records the caller's key with its answer, when
 # there is no key: the statement records nothing (its `WHERE %(key)s::text IS NOT NULL`).
@@ -98,7 +87,14 @@ NO_KEY: dict[str, Any] = {
 def answering(key: KeyedRequest | None, status: int) -> dict[str, Any]:
     """The key's parameters of a statement that records the caller's key with its answer (its
     `answered` CTE), or NO_KEY when there is no key: the statement then records nothing."""
-    return NO_KEY if key is None else key.answering(status)
+    if key is None:
+        return NO_KEY
+    return {
+        "principal": key.principal,
+        "key": key.key,
+        "fingerprint": key.fingerprint,
+        "answer_status": status,
+    }
 
 
 @dataclass(frozen=True)
@@ -138,33 +134,15 @@ def _canonical(name: str, value: Any) -> Any:
 def execute(
     conn: Connection,
     request: KeyedRequest,
-    command: Callable[[Connection], Resource],
-    success_status: int,
-) -> Answer:
-    try:
-        answer = _claim_and_run(conn, request, command, success_status)
-    except DispatchError as error:
-        if error.status >= 500:
-            raise
-        return _store_business_error(conn, request, error)
-    except errors.LockNotAvailable as error:
-        if _waited_on_a_key(error):
-            raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
-        raise
-    return answer if answer is not None else _replay(conn, request)
-
-
-def execute_answered(
-    conn: Connection,
-    request: KeyedRequest,
     command: Callable[[Connection, KeyedRequest], Resource],
     success_status: int,
 ) -> Answer:
-    """A command whose one statement records the key with its answer (one round trip, in
-    autocommit: the statement is its own transaction). A key already taken makes the statement
-    fail on idempotency_keys_pkey and undo itself: the stored answer is replayed (or 422). A
-    twin still running holds the key: the statement waits for it, up to lock_timeout. A
-    command that changed nothing raises its refusal, stored as any business error is."""
+    """Run `command` under the caller's key: its one statement records the key with its
+    answer (one round trip, in autocommit: the statement is its own transaction). A key
+    already taken makes the statement fail on idempotency_keys_pkey and undo itself: the
+    stored answer is replayed (or 422). A twin still running holds the key (and perhaps the
+    change's row, taken first): the statement waits for it, up to lock_timeout. A command that
+    changed nothing raises its refusal, stored as any business error is."""
     try:
         result = command(conn, request)
     except DispatchError as error:
@@ -176,7 +154,7 @@ def execute_answered(
             raise
         return _replay(conn, request)
     except errors.LockNotAvailable as error:
-        if _waited_on_a_key(error):
+        if _waited_on_a_key(error) or _held_by_a_twin(conn, request):
             raise DispatchError(Code.REQUEST_IN_PROGRESS) from error
         raise
     return Answer(success_status, result.to_json(), made=result)
@@ -193,56 +171,25 @@ def _waited_on_a_key(error: errors.LockNotAvailable) -> bool:
     return _KEY_WAIT.search(error.diag.context or "") is not None
 
 
-def _claim_and_run(
-    conn: Connection,
-    request: KeyedRequest,
-    command: Callable[[Connection], Resource],
-    success_status: int,
-) -> Answer | None:
-    """The command's transaction; None when the key already belonged to another request.
-
-    BEGIN and COMMIT are sent by hand inside one pipeline, so the happy path is exactly two
-    round trips: [BEGIN, claim, change] + flush, then [store, COMMIT] + sync.
-    """
+def _held_by_a_twin(conn: Connection, request: KeyedRequest) -> bool:
+    """Whether the key is held by a request still running (or was answered since: a retry
+    replays it), after a keyed statement timed out waiting on a row other than the key's."""
     params = {
         "principal": request.principal,
         "key": request.key,
         "fingerprint": request.fingerprint,
     }
     try:
-        with conn.pipeline():
-            conn.execute("BEGIN")
-            claim = conn.execute(CLAIM_KEY, params)
-            made: Resource | None = None
-            try:
-                # Its first fetch brings back the claim's result too: one round trip.
-                made = command(conn)
-                status, body = success_status, made.to_json()
-            except DispatchError as error:
-                if error.status >= 500 or isinstance(error.__cause__, psycopg.Error):
-                    raise  # the transaction is broken; the caller stores the answer anew
-                status, body = error.status, _error_json(error, request)
-            if claim.fetchone() is None:
-                conn.execute("ROLLBACK")  # undo whatever the command did on a claimed key
-                return None
-            conn.execute(STORE_ANSWER, {**params, "status": status, "body": body})
-            conn.execute("COMMIT")
-    except BaseException:
-        _roll_back(conn)
-        raise
-    return Answer(status, body, made=made)
+        with conn.transaction(force_rollback=True):
+            conn.execute(NO_LOCK_WAIT)
+            conn.execute(TRY_KEY, params)
+    except (errors.LockNotAvailable, errors.UniqueViolation):
+        return True
+    return False
 
 
 def _error_json(error: DispatchError, request: KeyedRequest) -> str:
     return to_json(error_body(error.code, request.request_id, error.details))
-
-
-def _roll_back(conn: Connection) -> None:
-    if (
-        not (conn.closed or conn.broken)
-        and conn.info.transaction_status != pq.TransactionStatus.IDLE
-    ):
-        conn.execute("ROLLBACK")
 
 
 def _store_business_error(conn: Connection, request: KeyedRequest, error: DispatchError) -> Answer:
@@ -270,7 +217,7 @@ def _replay(conn: Connection, request: KeyedRequest) -> Answer:
         STORED_ANSWER, {"principal": request.principal, "key": request.key}
     ).fetchone()
     if row is None or row["status_code"] is None:
-        # Expired between the claim and this read, or still being written: ask for a retry.
+        # Expired between the failed insert and this read: ask for a retry.
         raise DispatchError(Code.REQUEST_IN_PROGRESS)
     if row["fingerprint"] != request.fingerprint:
         raise DispatchError(Code.IDEMPOTENCY_KEY_REUSED)

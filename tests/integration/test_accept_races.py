@@ -36,7 +36,7 @@ def accept_call(job_id: UUID, worker_id: str) -> Callable[[db.Connection], int]:
         answer = idempotency.execute(
             conn,
             request,
-            lambda c: commands.accept_job(c, job_id, worker_id, None),
+            lambda c, key: commands.accept_job(c, job_id, worker_id, None, key),
             200,
         )
         return answer.status

@@ -354,7 +354,10 @@ def assign_call(
             except DispatchError as error:
                 return error.code.value
         answer = idempotency.execute(
-            conn, request, lambda c: choice.assign(c, job_id, chooser, worker_id, version), 200
+            conn,
+            request,
+            lambda c, key: choice.assign(c, job_id, chooser, worker_id, version, key=key),
+            200,
         )
         return answer.status if answer.status == 200 else answer.body
 

@@ -196,7 +196,10 @@ def test_the_sweeper_and_the_business_choose_at_once_one_winner(
         def business(c: db.Connection, job_id: UUID = job_id) -> Any:
             request = idempotency.KeyedRequest("business-1", str(uuid.uuid4()), "fp", "r")
             answer = idempotency.execute(
-                c, request, lambda x: choice.assign(x, job_id, "business-1", "w-2", 1), 200
+                c,
+                request,
+                lambda x, key: choice.assign(x, job_id, "business-1", "w-2", 1, key=key),
+                200,
             )
             return answer.status if answer.status == 200 else answer.body
 

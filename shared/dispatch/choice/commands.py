@@ -21,12 +21,29 @@ from dispatch.jobs.models import Job, JobEventType
 from dispatch.workers import locations
 
 
-def apply(conn: Connection, job_id: UUID, worker_id: str, note: str | None) -> Application:
+def apply(
+    conn: Connection,
+    job_id: UUID,
+    worker_id: str,
+    note: str | None,
+    key: KeyedRequest | None = None,
+) -> Application:
     """The worker's standing application (a repeat answers the same one, no second event)."""
-    params = {"job_id": job_id, "worker_id": worker_id, "note": note}
+    params = {"job_id": job_id, "worker_id": worker_id, "note": note, **answering(key, 201)}
+    row = _apply(conn, params)
+    if row is not None and row["allowed"] and row["answer"] is None:
+        # A repeat racing its own first, which committed after this statement began: once more,
+        # it answers the standing application (and records the key with it).
+        row = _apply(conn, params)
+    if row is None or row["answer"] is None:
+        facts = conn.execute(sql.APPLY_FAILURE_FACTS, params).fetchone()
+        raise DispatchError(rules.apply_refusal(facts))
+    return Application.from_json(row["answer"])
+
+
+def _apply(conn: Connection, params: dict[str, Any]) -> dict[str, Any] | None:
     try:
-        with conn.transaction():
-            row = conn.execute(sql.APPLY, params).fetchone()
+        return conn.execute(sql.APPLY, params).fetchone()
     except errors.CheckViolation as error:
         # Assigned or closed between our read of the job and the insert: the trigger decided.
         if error.diag.constraint_name not in (
@@ -34,14 +51,7 @@ def apply(conn: Connection, job_id: UUID, worker_id: str, note: str | None) -> A
             "job_applications_not_from_blocked",
         ):
             raise
-        row = None
-    if row is not None and row["allowed"] and row["document"] is None:
-        # A repeat racing its own first: the first committed after this statement began.
-        row = conn.execute(sql.CURRENT_APPLICATION, params).fetchone()
-    if row is None or row["document"] is None:
-        facts = conn.execute(sql.APPLY_FAILURE_FACTS, params).fetchone()
-        raise DispatchError(rules.apply_refusal(facts))
-    return Application.from_document(row["document"])
+        return None
 
 
 def withdraw(conn: Connection, job_id: UUID, worker_id: str) -> None:

@@ -61,7 +61,8 @@ SELECT j.status, j.assignee_id,
 # per worker and job (the primary key), taken up again after a withdrawal; a repeat while it
 # stands changes nothing and answers the standing application, as long as the worker may still
 # apply (blocked since, or the job no longer open: refused).
-# The application and its event commit together.
+# The application and its event commit together, and given the caller's key, the key with its
+# answer (a refusal records nothing: its answer is stored as a business error's).
 APPLY: LiteralString = """
 WITH job AS (
     SELECT j.id, j.version FROM jobs j
@@ -79,20 +80,22 @@ WITH job AS (
     SELECT applied.job_id, 'application.created', job.version, applied.worker_id,
            applied.applied_at, applied.document::jsonb
       FROM applied, job
+), answers AS (
+    SELECT EXISTS (SELECT 1 FROM job) AS allowed,
+           (CASE WHEN EXISTS (SELECT 1 FROM job) THEN  -- a repeat is answered only while allowed:
+                 coalesce((SELECT document FROM applied), (SELECT dispatch_application_json(a)
+                            FROM job_applications a
+                           WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s
+                             AND a.withdrawn_at IS NULL))
+            END)::text AS answer  -- an applicant since blocked, or a job since closed, is refused
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           answer
+      FROM answers
+     WHERE answer IS NOT NULL AND %(key)s::text IS NOT NULL
 )
-SELECT EXISTS (SELECT 1 FROM job) AS allowed,
-       CASE WHEN EXISTS (SELECT 1 FROM job) THEN  -- a repeat is answered only while allowed:
-            coalesce((SELECT document FROM applied), (SELECT dispatch_application_json(a)
-                       FROM job_applications a
-                      WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s
-                        AND a.withdrawn_at IS NULL))
-       END AS document  -- an applicant since blocked, or a job since closed, is refused
-"""
-
-# The standing application, read again when a repeat raced its first.
-CURRENT_APPLICATION: LiteralString = """
-SELECT dispatch_application_json(a) AS document FROM job_applications a
- WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s AND a.withdrawn_at IS NULL
+SELECT * FROM answers
 """
 
 # Only on the failure path: the job's status and each cause of may_apply.

@@ -1,5 +1,5 @@
 """The resolver of the functions whose routes change state under an Idempotency-Key and keep
-their answers (dispatch.idempotency): the change and its key in one transaction, a retry
+their answers (dispatch.idempotency): the change and its key in one statement, a retry
 replayed, the change's events relayed after the commit. Apart from dispatch.http.resolver, so
 that a function with no such route (reads, a latest-wins write) imports neither the
 idempotency store nor the outbox relay."""
@@ -27,22 +27,8 @@ class KeyedResolver(DispatchResolver):
         status: int = 200,
         then: Callable[[Resource], None] | None = None,
     ) -> Response[Any]:
-        """Run `command` under the caller's Idempotency-Key when its one statement records the
-        key with its answer (the job commands): one round trip."""
-        request = self._keyed_request()
-        return self._after(
-            db.run(lambda conn: idempotency.execute_answered(conn, request, command, status)),
-            then,
-        )
-
-    def idempotent(
-        self,
-        command: Callable[[db.Connection], Resource],
-        status: int = 200,
-        then: Callable[[Resource], None] | None = None,
-    ) -> Response[Any]:
-        """Run `command` under the caller's Idempotency-Key when its answer is made here (a
-        presigned upload URL): the key and the change in one transaction, two round trips."""
+        """Run `command` under the caller's Idempotency-Key: its one statement records the key
+        with its answer (dispatch.idempotency), one round trip."""
         request = self._keyed_request()
         return self._after(
             db.run(lambda conn: idempotency.execute(conn, request, command, status)), then

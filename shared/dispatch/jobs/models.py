@@ -138,7 +138,7 @@ class JobRating(Document):
         return self.job_id
 
 
-class PhotoUpload(Resource):
+class PhotoUpload(Document):
     """Where to upload: a form POST to `upload_url` with every field of `upload_fields`,
     then the file as the last field, `file` (S3's presigned POST)."""
 

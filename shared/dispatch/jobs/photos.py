@@ -3,28 +3,47 @@ at attach time a look at what was uploaded.
 
 The POST's policy makes S3 refuse an upload of another type than declared, or of more than
 `MAX_BYTES` (a presigned PUT could not: up to 5 GB per address, every version kept a year).
-Presigning is local signing, no network call, so it may happen inside the transaction. The
-look at attach (a HEAD) is a network call, made before the attach's one statement, in no
-transaction.
+Presigning is local signing, no network call: the object's key is chosen and signed first, then
+one statement stores the photo row with its answer (and, given the caller's key, the key with
+it). The look at attach (a HEAD) is a network call, made before the attach's one statement, in
+no transaction.
 """
 
-from typing import Any
-from uuid import UUID
+from typing import Any, LiteralString
+from uuid import UUID, uuid4
 
 from dispatch import aws
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
+from dispatch.idempotency import KeyedRequest, answering
 from dispatch.jobs.models import PhotoUpload
 from dispatch.jobs.requests import PhotoRequest
 from dispatch.jobs.rules import Refusal
+from dispatch.models import to_json
 
 MAX_BYTES = 10 * 1024 * 1024  # a phone's photo is 1-5 MB; a bigger upload is refused by S3
 
-CREATE_PHOTO = """
-INSERT INTO photos (owner_id, s3_key, content_type)
-VALUES (%(owner_id)s, 'photos/' || %(owner_id)s || '/' || gen_random_uuid(), %(content_type)s)
-RETURNING id, s3_key, content_type
+# The photo's row and the upload's answer (the presigned POST made before, %(upload_url)s and
+# %(upload_fields)s, with the photo's new id), in PhotoUpload's field order.
+CREATE_PHOTO: LiteralString = """
+WITH made AS (
+    INSERT INTO photos (owner_id, s3_key, content_type)
+    VALUES (%(owner_id)s, %(s3_key)s, %(content_type)s)
+    RETURNING id
+), answers AS (
+    SELECT row_to_json(upload)::text AS answer
+      FROM (SELECT id AS photo_id, %(upload_url)s::text AS upload_url,
+                   %(upload_fields)s::json AS upload_fields, %(expires_in)s::integer AS expires_in
+              FROM made) upload
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           answer
+      FROM answers
+     WHERE %(key)s::text IS NOT NULL
+)
+SELECT * FROM answers
 """
 
 PHOTO_OF_OWNER = """
@@ -32,28 +51,33 @@ SELECT s3_key, content_type FROM photos WHERE id = %(photo_id)s AND owner_id = %
 """
 
 
-def create_upload(conn: Connection, owner_id: str, request: PhotoRequest) -> PhotoUpload:
-    row = conn.execute(
-        CREATE_PHOTO, {"owner_id": owner_id, "content_type": request.content_type}
-    ).fetchone()
-    assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
+def create_upload(
+    conn: Connection, owner_id: str, request: PhotoRequest, key: KeyedRequest | None = None
+) -> PhotoUpload:
+    s3_key = f"photos/{owner_id}/{uuid4()}"
     expires_in = settings().photo_upload_seconds
     post = aws.client("s3").generate_presigned_post(
         Bucket=settings().photo_bucket,
-        Key=row["s3_key"],
-        Fields={"Content-Type": row["content_type"]},
+        Key=s3_key,
+        Fields={"Content-Type": request.content_type},
         Conditions=[
-            {"Content-Type": row["content_type"]},
+            {"Content-Type": request.content_type},
             ["content-length-range", 1, MAX_BYTES],
         ],
         ExpiresIn=expires_in,
     )
-    return PhotoUpload(
-        photo_id=row["id"],
-        upload_url=post["url"],
-        upload_fields=post["fields"],
-        expires_in=expires_in,
-    )
+    params = {
+        "owner_id": owner_id,
+        "s3_key": s3_key,
+        "content_type": request.content_type,
+        "upload_url": post["url"],
+        "upload_fields": to_json(post["fields"]),
+        "expires_in": expires_in,
+        **answering(key, 201),
+    }
+    row = conn.execute(CREATE_PHOTO, params).fetchone()
+    assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
+    return PhotoUpload.from_json(row["answer"])
 
 
 def upload_refusal(conn: Connection, owner_id: str, photo_id: UUID) -> Refusal | None:

@@ -11,6 +11,7 @@ from uuid import UUID
 from dispatch.config import settings
 from dispatch.db import Connection
 from dispatch.errors import Code, DispatchError
+from dispatch.idempotency import KeyedRequest, answering
 from dispatch.offers import sql
 from dispatch.offers.models import Declined, Offer, Offers, WaveRequest
 
@@ -22,11 +23,15 @@ def offers_of(conn: Connection, worker_id: str) -> Offers:
     return Offers(offers=[Offer.from_document(row["document"]) for row in rows])
 
 
-def decline(conn: Connection, job_id: UUID, worker_id: str) -> Declined:
-    found = conn.execute(sql.DECLINE, {"job_id": job_id, "worker_id": worker_id}).fetchone()
+def decline(
+    conn: Connection, job_id: UUID, worker_id: str, key: KeyedRequest | None = None
+) -> Declined:
+    declined = Declined(job_id=job_id)
+    params = {"job_id": job_id, "worker_id": worker_id, "answer": declined.to_json()}
+    found = conn.execute(sql.DECLINE, {**params, **answering(key, 200)}).fetchone()
     if not (found and found["found"]):
         raise DispatchError(Code.NOT_FOUND)
-    return Declined(job_id=job_id)
+    return declined
 
 
 def next_wave_if_all_declined(conn: Connection, job_id: UUID) -> WaveRequest | None:

@@ -369,11 +369,19 @@ SELECT row_to_json(offer) AS document
 """
 
 # "No" to a job, whether it was offered or only seen nearby: never offered to them again.
+# Given the caller's key, the key with its answer (%(answer)s, made before: it says only which
+# job was declined) when there was a job to decline.
 DECLINE: LiteralString = """
 WITH job AS (SELECT id FROM jobs WHERE id = %(job_id)s),
 declined AS (
     INSERT INTO job_declines (job_id, worker_id) SELECT id, %(worker_id)s FROM job
     ON CONFLICT DO NOTHING
+), answered AS (  -- given the caller's key, the key with this answer (else nothing)
+    INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
+    SELECT %(principal)s::text, %(key)s::text, %(fingerprint)s::text, %(answer_status)s::integer,
+           %(answer)s::text
+      FROM job
+     WHERE %(key)s::text IS NOT NULL
 )
 SELECT EXISTS (SELECT 1 FROM job) AS found
 """

@@ -3,14 +3,16 @@
 from pydantic import Field
 
 from dispatch.fields import GEO_MAX_LAT, Skills
-from dispatch.models import Resource, Strict
+from dispatch.models import Document, Strict
 
 
 class WorkerProfileUpdate(Strict):
     skills: Skills
 
 
-class WorkerProfile(Resource):
+class WorkerProfile(Document):
+    """A worker's profile as the skills' upsert writes it (dispatch.workers.profiles)."""
+
     id: str
     skills: list[str]
     rating: float | None
