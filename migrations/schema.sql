@@ -775,7 +775,7 @@ CREATE FUNCTION public.dispatch_relay_due(published_at timestamp with time zone,
 SELECT published_at IS NULL
    AND (relayed_at IS NULL
         OR relayed_at < now() - greatest(make_interval(secs => p_resend_seconds),
-                                         relayed_at - occurred_at))
+                                         least(relayed_at - occurred_at, interval '5 minutes')))
    AND (relay_claimed_until IS NULL OR relay_claimed_until < now())
 $$;
 
