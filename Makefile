@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 3000
+# The suite's processes (pytest-xdist): one per core. Most of a test's time is waiting (on a
+# stack, a lease, a wave), so they overlap; each process has its own embedded Postgres, Redis
+# and AWS stand-in, as a single run had (tests/conftest.py).
+TEST_WORKERS ?= auto
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
@@ -53,10 +57,11 @@ dev: $(LOCAL_STAMP)
 
 ## Lint, type-check, template lint and security scan, and the whole test suite.
 # The checks run side by side (checkov's first install waits on the network, mypy and cfn-lint
-# on the processor), each one's output kept together; the suite runs once all have passed.
+# on the processor), each one's output kept together; the suite runs once all have passed,
+# on every core (TEST_WORKERS).
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -j4 --output-sync=target checks
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 ## The checks of make test without the suite: ruff, mypy, template lint, checkov, Chromium.
 checks: lint typecheck template-lint checkov browser
@@ -68,7 +73,7 @@ checks: lint typecheck template-lint checkov browser
 # keyspace, as ElastiCache Serverless is). Both from Debian's packages, installed when missing,
 # started and stopped by the tests themselves.
 test-aws-path: $(STAMP) aws-path-tools
-	DISPATCH_TEST_AWS_PATH=1 $(BIN)/pytest tests/integration tests/e2e
+	DISPATCH_TEST_AWS_PATH=1 $(BIN)/pytest -n $(TEST_WORKERS) tests/integration tests/e2e
 
 ## PgBouncer and redis-server from Debian's packages, when missing (for test-aws-path).
 aws-path-tools:

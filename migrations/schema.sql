@@ -766,14 +766,16 @@ $$;
 
 
 --
--- Name: dispatch_relay_due(timestamp with time zone, timestamp with time zone, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
+-- Name: dispatch_relay_due(timestamp with time zone, timestamp with time zone, timestamp with time zone, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dispatch_relay_due(published_at timestamp with time zone, relayed_at timestamp with time zone, relay_claimed_until timestamp with time zone, p_resend_seconds double precision) RETURNS boolean
+CREATE FUNCTION public.dispatch_relay_due(published_at timestamp with time zone, occurred_at timestamp with time zone, relayed_at timestamp with time zone, relay_claimed_until timestamp with time zone, p_resend_seconds double precision) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
 SELECT published_at IS NULL
-   AND (relayed_at IS NULL OR relayed_at < now() - make_interval(secs => p_resend_seconds))
+   AND (relayed_at IS NULL
+        OR relayed_at < now() - greatest(make_interval(secs => p_resend_seconds),
+                                         least(relayed_at - occurred_at, interval '5 minutes')))
    AND (relay_claimed_until IS NULL OR relay_claimed_until < now())
 $$;
 

@@ -4,6 +4,7 @@ database per session, and a client that invokes the Lambda handlers with real ev
 import os
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg.sql
@@ -144,7 +145,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         url = embedded.redis_cluster(tmp_path_factory.mktemp("redis-cluster"))
         os.environ["REDIS_CLUSTER"] = "true"
     elif os.environ.get("REDIS_URL"):
-        url = os.environ["REDIS_URL"]
+        url = own_database(os.environ["REDIS_URL"])
     else:
         url = started = embedded.redis(tmp_path_factory.mktemp("redis"))
     os.environ["REDIS_URL"] = url
@@ -153,6 +154,19 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield url
     if started is not None:
         embedded.stop_redis(started)
+
+
+def own_database(redis_url: str) -> str:
+    """REDIS_URL's server with a database of this test process's own: the suite's processes
+    (pytest-xdist, `make test -n`) each empty the positions they wrote, and must not empty each
+    other's. Alone (no xdist), the URL as given."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return redis_url
+    index = int(worker.removeprefix("gw"))
+    if index >= 16:  # Redis has databases 0-15 unless configured otherwise
+        raise RuntimeError("REDIS_URL serves at most 16 test processes: make test TEST_WORKERS=16")
+    return urlunsplit(urlsplit(redis_url)._replace(path=f"/{index}"))
 
 
 @pytest.fixture(scope="session")

@@ -343,9 +343,8 @@ class Gateway:
             ]
             while not self._stop.is_set():
                 try:
-                    deliver_batch(
-                        sqs, url, consumer.batch_size, handle, queue_arn=arn, receiving=receiving
-                    )
+                    if not poll(sqs, url, consumer.batch_size, handle, arn, receiving):
+                        self._stop.wait(idle_pause(url))
                 except Exception as error:  # the next poll retries, as the mapping would
                     print(f"{consumer.function} poll failed: {error!r}", flush=True)
                     self._stop.wait(1)
@@ -398,6 +397,47 @@ LOCAL_POLLERS = 2
 
 def pollers(consumer: QueueConsumer) -> int:
     return min(consumer.concurrency, LOCAL_POLLERS)
+
+
+# moto's FIFO receive, long-polling while every visible message is of a message group already
+# in flight (a job whose batch another poller holds), spins for the whole wait: it re-reads the
+# queue over and over with the groups in flight as they were when the call began, so even that
+# batch's deletion does not end it. A second of the stand-in's processor per such poll, and the
+# receive lock held all along (the other poller waited behind it): with 48 clients the
+# publisher fell behind from the first seconds, and every SQS call of moto costs more the
+# deeper its queue (issue 36, docs/benchmarks.md). FIFO queues are polled without waiting,
+# with a pause outside the lock when nothing came; standard queues long-poll, as the mapping.
+FIFO_IDLE_SECONDS = 0.1
+
+
+def is_fifo(url: str) -> bool:
+    return url.endswith(".fifo")
+
+
+def idle_pause(url: str) -> float:
+    """How long a poller waits after a receive that brought nothing."""
+    return FIFO_IDLE_SECONDS if is_fifo(url) else 0.0
+
+
+def poll(
+    sqs: Any,
+    url: str,
+    batch_size: int,
+    handle: Callable[[dict[str, Any]], Any],
+    queue_arn: str | None = None,
+    receiving: contextlib.AbstractContextManager[Any] | None = None,
+) -> int:
+    """One poll of a local event source mapping: a long poll of a standard queue, a short one
+    of a FIFO queue (FIFO_IDLE_SECONDS); returns messages delivered."""
+    return deliver_batch(
+        sqs,
+        url,
+        batch_size,
+        handle,
+        wait_seconds=0 if is_fifo(url) else 1,
+        queue_arn=queue_arn,
+        receiving=receiving,
+    )
 
 
 def deliver_batch(

@@ -15,6 +15,9 @@ import requests
 from dispatch_local import REPO_ROOT
 
 POLL_SECONDS = 0.2
+# A stack stops its pollers, environments and services on Ctrl-C; on a machine busy with the
+# whole suite (one process per core, each with its stacks) that took over 20 s once.
+STOP_SECONDS = 60
 
 
 def free_port() -> int:
@@ -78,10 +81,10 @@ def start_stack(
         time.sleep(POLL_SECONDS)
 
 
-def stop_stack(process: subprocess.Popen[bytes]) -> None:
+def stop_stack(process: subprocess.Popen[bytes], timeout: float = STOP_SECONDS) -> None:
     process.send_signal(signal.SIGINT)  # what Ctrl-C does
     try:
-        process.wait(timeout=20)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         raise

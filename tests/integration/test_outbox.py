@@ -185,6 +185,40 @@ def test_messages_the_queue_lost_are_sent_again_and_reach_the_bus(
     assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
 
 
+def test_a_backlog_is_not_sent_again_on_every_pass(
+    api: Api, conn: db.Connection, queues: dict[str, str]
+) -> None:
+    """Resends back off (migration 0056): an event that had waited long before its send (a
+    publisher behind, not a lost message) goes again only after as long again; one sent
+    promptly still goes again after the resend period, and none waits more than five minutes
+    for its next send (issue 36: every pass used to resend the whole backlog to a queue
+    already behind)."""
+    job = make_job(api)
+    on_the_queue(queues["outbox"])  # the queue lost it
+    resend = outbox_settings().relay_resend_seconds
+
+    def sent(waited_before: float, since: float) -> None:
+        conn.execute(
+            "UPDATE job_events SET relayed_at = now() - make_interval(secs => %(since)s),"
+            " occurred_at = now() - make_interval(secs => %(since)s + %(waited)s)"
+            " WHERE job_id = %(job)s",
+            {"since": since, "waited": waited_before, "job": job["id"]},
+        )
+
+    sent(waited_before=3 * resend, since=2 * resend)
+    assert relay.catch_up(conn, relay.sqs_send) == 0  # sent again later than every pass
+    sent(waited_before=3 * resend, since=3 * resend + 1)
+    assert relay.catch_up(conn, relay.sqs_send) == job["version"]
+    sent(waited_before=0, since=resend + 1)  # a prompt send that the queue lost
+    assert relay.catch_up(conn, relay.sqs_send) == job["version"]
+    sent(waited_before=3600, since=299)  # an hour behind: sent again within five minutes
+    assert relay.catch_up(conn, relay.sqs_send) == 0
+    sent(waited_before=3600, since=301)
+    assert relay.catch_up(conn, relay.sqs_send) == job["version"]
+    drain(queues["outbox"])
+    assert_delivered_once_in_order(conn, on_the_bus(queues["tap"]))
+
+
 def test_a_later_message_first_puts_the_earlier_events_first(
     api: Api, conn: db.Connection, queues: dict[str, str]
 ) -> None:

@@ -125,7 +125,7 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
             seen[path] = bool(conn.execute(statement, {**change, **params}).fetchall())
             raise psycopg.Rollback()
     with conn.transaction():
-        apply = {"job_id": choice, "worker_id": APPLIED, "note": None}
+        apply = {"job_id": choice, "worker_id": APPLIED, "note": None, **NO_KEY}
         row = conn.execute(choice_sql.APPLY, apply).fetchone()
         seen["apply"] = row is not None and row["allowed"]
         raise psycopg.Rollback()

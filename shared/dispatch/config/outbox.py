@@ -16,7 +16,8 @@ class OutboxSettings(Group):
     relay_claim_seconds: int = Field(30, gt=0, validation_alias="DISPATCH_RELAY_CLAIM_SECONDS")
     # An event sent to the queue and still not on the bus this long after is sent again: the
     # queue may have lost it (SQS drops a repeat within five minutes; the publisher skips what
-    # is already on the bus).
+    # is already on the bus). Never sooner than it had waited before that send (migration
+    # 0056): a backlog is not sent again on every pass.
     relay_resend_seconds: int = Field(20, gt=0, validation_alias="DISPATCH_RELAY_RESEND_SECONDS")
     # How long one run of the scheduled relay keeps looking for stragglers (a pass a second):
     # in AWS nearly its one-minute period, so that a straggler waits seconds, not a minute;

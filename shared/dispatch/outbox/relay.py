@@ -5,7 +5,8 @@ one message group per job.
 
 The queue is trusted with nothing: a send is recorded as `relayed_at`, and only the publisher's
 put on the bus marks an event published. What is still unpublished `relay_resend_seconds`
-after its send goes again (SQS FIFO drops repeats within five minutes by their deduplication
+after its send (and at least as long as it had waited before it: a backlog's resends back
+off) goes again (SQS FIFO drops repeats within five minutes by their deduplication
 id; past that the publisher finds them published and skips them). So a queue that loses its
 messages (the local stand-in under a `kill -9`) costs a delay, never an event.
 

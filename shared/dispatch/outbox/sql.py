@@ -27,24 +27,25 @@ from typing import LiteralString
 
 # A relay's claim: a batch claimed for a short while in one statement (SKIP LOCKED: two relays
 # never take the same event), so that no transaction is open while SQS is called: the first
-# %(batch_size)s due events (dispatch_relay_due, migration 0055) of both tables in the job's
-# order (each table locks at most that many; those not chosen are let go when the statement
-# ends). It returns what a relay sends: the event as the contract shows it (dispatch_event),
-# written by Postgres, with what orders it among its job's events (`offer`: from offer_events).
+# %(batch_size)s due events (dispatch_relay_due, migrations 0055 and 0056: resends back off)
+# of both tables in the job's order (each table locks at most that many; those not chosen are
+# let go when the statement ends). It returns what a relay sends: the event as the contract
+# shows it (dispatch_event), written by Postgres, with what orders it among its job's events
+# (`offer`: from offer_events).
 
 # The catch-up: oldest first, through the partial indexes of unpublished events
 # (job_events_unpublished, offer_events_unpublished_since).
 CLAIM_UNPUBLISHED: LiteralString = """
 WITH picked_job AS (
     SELECT id, job_id, version, occurred_at FROM job_events
-     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+     WHERE dispatch_relay_due(published_at, occurred_at, relayed_at, relay_claimed_until,
                               %(resend_seconds)s::float8)
      ORDER BY occurred_at
      LIMIT %(batch_size)s
        FOR UPDATE SKIP LOCKED
 ), picked_offer AS (
     SELECT id, job_id, version, occurred_at FROM offer_events
-     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+     WHERE dispatch_relay_due(published_at, occurred_at, relayed_at, relay_claimed_until,
                               %(resend_seconds)s::float8)
      ORDER BY occurred_at
      LIMIT %(batch_size)s
@@ -78,7 +79,7 @@ SELECT * FROM claimed_job UNION ALL SELECT * FROM claimed_offer
 CLAIM_UNPUBLISHED_OF_JOB: LiteralString = """
 WITH picked_job AS (
     SELECT id, job_id, version, occurred_at FROM job_events
-     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+     WHERE dispatch_relay_due(published_at, occurred_at, relayed_at, relay_claimed_until,
                               %(resend_seconds)s::float8)
        AND job_id = %(job_id)s
      ORDER BY job_id, version
@@ -86,7 +87,7 @@ WITH picked_job AS (
        FOR UPDATE SKIP LOCKED
 ), picked_offer AS (
     SELECT id, job_id, version, occurred_at FROM offer_events
-     WHERE dispatch_relay_due(published_at, relayed_at, relay_claimed_until,
+     WHERE dispatch_relay_due(published_at, occurred_at, relayed_at, relay_claimed_until,
                               %(resend_seconds)s::float8)
        AND job_id = %(job_id)s
      ORDER BY occurred_at, id
