@@ -282,11 +282,8 @@ def test_the_layer_is_built_for_the_runtime_and_architecture_the_template_names(
     assert compile_[0] == pip[0]  # the interpreter checked to be 3.12
 
 
-@pytest.fixture(scope="module")
-def compiled_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """shared/dispatch as the layer ships it, compiled by the build's own target, dated as
-    `sam package` zips it (no source is newer or older than its bytecode says)."""
-    layer = tmp_path_factory.mktemp("opt") / "python"
+def compile_layer(layer: Path) -> Path:
+    """shared/dispatch in LAYER, compiled by the layer build's own target."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(REPO_ROOT / "shared" / "dispatch", layer / "dispatch", ignore=ignore)
     subprocess.run(
@@ -302,9 +299,31 @@ def compiled_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         timeout=120,
     )
+    return layer
+
+
+@pytest.fixture(scope="module")
+def compiled_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The layer as it ships, dated as `sam package` zips it (no source is newer or older
+    than its bytecode says)."""
+    layer = compile_layer(tmp_path_factory.mktemp("opt") / "python")
     for path in layer.rglob("*"):
         os.utime(path, (SAM_ZIP_DATE, SAM_ZIP_DATE))
     return layer
+
+
+def test_the_layers_bytecode_does_not_depend_on_where_it_is_built(
+    tmp_path: Path, compiled_layer: Path
+) -> None:
+    """The same source gives the same layer, so a deploy of unchanged code publishes no new
+    layer version (and no new version of every function)."""
+    elsewhere = compile_layer(tmp_path / "another" / "folder")
+    built = sorted(compiled_layer.rglob("*.pyc"))
+    assert [p.relative_to(compiled_layer) for p in built] == sorted(
+        p.relative_to(elsewhere) for p in elsewhere.rglob("*.pyc")
+    )
+    for pyc in built:
+        assert pyc.read_bytes() == (elsewhere / pyc.relative_to(compiled_layer)).read_bytes(), pyc
 
 
 def test_every_module_of_the_layer_ships_unchecked_bytecode(compiled_layer: Path) -> None:
