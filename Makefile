@@ -126,7 +126,7 @@ PYTHON312 := $(shell command -v python3.12)
 endif
 package: $(STAMP)
 	test -x "$(PYTHON312)" || (echo "sam build needs python3.12 on this machine" && exit 1)
-	PATH=$(dir $(PYTHON312)):$$PATH $(BIN)/sam build --template-file template.yaml
+	PYTHON312=$(PYTHON312) PATH=$(dir $(PYTHON312)):$$PATH $(BIN)/sam build --template-file template.yaml
 
 ## Retention: one run's batches of the retention duty on 20,000 old jobs; rows/s, archive bytes.
 bench-retention: $(STAMP)

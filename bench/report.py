@@ -82,7 +82,9 @@ SECTIONS = [
         "make bench-coldstart",
         "A fresh interpreter per sample imports each function's handler from its Lambda layout"
         " (the function's folder, the layer's `python/`) and parses the settings, as Lambda's"
-        " init does; medians of interleaved runs. Baseline: the floor of any database-backed"
+        " init does; medians of interleaved runs. The layer is compiled as its build ships it"
+        " (`shared/Makefile`), the function's folder copied without bytecode as `sam build`"
+        " packages it. Baseline: the floor of any database-backed"
         " route, a bare Powertools resolver with validation and one typed route plus psycopg."
         " With SnapStart (the six latency-bound API functions, `template.yaml`) a restored"
         " environment skips"

@@ -2,7 +2,11 @@
 layer's `python/` folder on the path, nothing from the repository (no editable install, no
 local stack). Third-party packages come from this environment, standing in for the layer's."""
 
+import importlib.util
 import json
+import os
+import re
+import shlex
 import shutil
 import site
 import subprocess
@@ -29,16 +33,24 @@ DEPLOYED_ENVIRONMENT = {
 
 
 def import_in_lambda_layout(
-    code_uri: str, tmp_path: Path, environment: dict[str, str], probe: str = ""
+    code_uri: str,
+    tmp_path: Path,
+    environment: dict[str, str],
+    probe: str = "",
+    layer: Path | None = None,
+    flags: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    task, layer = tmp_path / "var" / "task", tmp_path / "opt" / "python"
+    """LAYER: a layer's python/ folder already laid out; a copy of shared/dispatch without it."""
+    task = tmp_path / "var" / "task"
     shutil.copytree(REPO_ROOT / code_uri, task, symlinks=False)
-    shutil.copytree(REPO_ROOT / "shared" / "dispatch", layer / "dispatch")
+    if layer is None:
+        layer = tmp_path / "opt" / "python"
+        shutil.copytree(REPO_ROOT / "shared" / "dispatch", layer / "dispatch")
     third_party = [p for p in site.getsitepackages() if p.endswith("site-packages")]
     script = f"import sys; sys.path[:0] = {[str(task), str(layer), *third_party]!r}; import app; "
     # -S: no site processing, so the editable install's path hooks never load.
     return subprocess.run(
-        [sys.executable, "-S", "-c", script + probe.format(layer=str(layer))],
+        [sys.executable, "-S", *flags, "-c", script + probe.format(layer=str(layer))],
         cwd=task,
         capture_output=True,
         text=True,
@@ -211,3 +223,144 @@ def test_an_api_function_imports_only_what_its_routes_use(code_uri: str, tmp_pat
 
 def test_the_lists_of_users_name_api_functions() -> None:
     assert set(API_FUNCTIONS) >= USES_POSITIONS | KEYED | READS_JOBS
+
+
+# -- the layer's bytecode ----------------------------------------------------------------------
+
+# The layer's build (template.yaml: BuildMethod makefile) is shared/Makefile's build-SharedLayer:
+# pip for Lambda's Python and architecture, then the `compile` target. The pip step needs the
+# network, so it is read here (make -n), not run; the compile step is run.
+LAYER_BUILD = REPO_ROOT / "shared" / "Makefile"
+SAM_ZIP_DATE = 315532800  # 1980-01-01: `sam package` dates every file it zips so
+
+
+def build_commands(artifacts: Path) -> list[list[str]]:
+    """What `sam build` has make run for the layer, each command split as the shell would."""
+    dry = subprocess.run(
+        [
+            "make",
+            "-n",
+            "-s",
+            "-C",
+            str(LAYER_BUILD.parent),
+            "build-SharedLayer",
+            f"ARTIFACTS_DIR={artifacts}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    lines = dry.stdout.replace("\\\n", " ").splitlines()
+    return [shlex.split(line, comments=True) for line in lines if line.strip()]
+
+
+def test_the_layer_is_built_for_the_runtime_and_architecture_the_template_names(
+    tmp_path: Path,
+) -> None:
+    layer = load_template()["Resources"]["SharedLayer"]
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    assert layer["Properties"]["ContentUri"] == "shared/"
+    (runtime,) = layer["Properties"]["CompatibleRuntimes"]
+    (architecture,) = layer["Properties"]["CompatibleArchitectures"]
+    assert layer["Metadata"]["BuildArchitecture"] == architecture == "arm64"
+    assert runtime == "python3.12"
+    commands = build_commands(tmp_path)
+    (pip,) = [c for c in commands if c[1:4] == ["-m", "pip", "install"]]
+    option = {flag: pip[i + 1] for i, flag in enumerate(pip[:-1]) if flag.startswith("--")}
+    assert option["--python-version"] == runtime.removeprefix("python")
+    assert option["--implementation"] == "cp" and "--only-binary=:all:" in pip
+    assert option["--target"] == str(tmp_path / "python")  # the layer's /opt/python
+    assert pip[pip.index("-r") + 1] == "requirements.txt"
+    platforms = [pip[i + 1] for i, flag in enumerate(pip) if flag == "--platform"]
+    assert platforms and all(p.endswith("_aarch64") for p in platforms), platforms
+    (copy,) = [c for c in commands if c[0] == "cp"]
+    assert copy[-2:] == ["dispatch", str(tmp_path / "python" / "dispatch")]
+    (compile_,) = [c for c in commands if c[1:3] == ["-m", "compileall"]]
+    assert compile_[-1] == str(tmp_path / "python")  # the whole layer, third-party too
+    assert compile_[compile_.index("--invalidation-mode") + 1] == "unchecked-hash"
+    assert compile_[0] == pip[0]  # the interpreter checked to be 3.12
+
+
+def compile_layer(layer: Path) -> Path:
+    """shared/dispatch in LAYER, compiled by the layer build's own target."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO_ROOT / "shared" / "dispatch", layer / "dispatch", ignore=ignore)
+    subprocess.run(
+        [
+            "make",
+            "-s",
+            "-f",
+            str(LAYER_BUILD),
+            "compile",
+            f"LAYER={layer}",
+            f"PYTHON312={sys.executable}",
+        ],
+        check=True,
+        timeout=120,
+    )
+    return layer
+
+
+@pytest.fixture(scope="module")
+def compiled_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The layer as it ships, dated as `sam package` zips it (no source is newer or older
+    than its bytecode says)."""
+    layer = compile_layer(tmp_path_factory.mktemp("opt") / "python")
+    for path in layer.rglob("*"):
+        os.utime(path, (SAM_ZIP_DATE, SAM_ZIP_DATE))
+    return layer
+
+
+def test_the_layers_bytecode_does_not_depend_on_where_it_is_built(
+    tmp_path: Path, compiled_layer: Path
+) -> None:
+    """The same source gives the same layer, so a deploy of unchanged code publishes no new
+    layer version (and no new version of every function)."""
+    elsewhere = compile_layer(tmp_path / "another" / "folder")
+    built = sorted(compiled_layer.rglob("*.pyc"))
+    assert [p.relative_to(compiled_layer) for p in built] == sorted(
+        p.relative_to(elsewhere) for p in elsewhere.rglob("*.pyc")
+    )
+    for pyc in built:
+        assert pyc.read_bytes() == (elsewhere / pyc.relative_to(compiled_layer)).read_bytes(), pyc
+
+
+def test_every_module_of_the_layer_ships_unchecked_bytecode(compiled_layer: Path) -> None:
+    sources = sorted((compiled_layer / "dispatch").rglob("*.py"))
+    assert len(sources) > 50
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        header = cached.read_bytes()[:8]
+        assert header[:4] == importlib.util.MAGIC_NUMBER, source
+        # PEP 552 flags: hash-based (1), source not checked (no 2)
+        assert int.from_bytes(header[4:8], "little") == 0b01, source
+
+
+@pytest.mark.parametrize("code_uri", FUNCTIONS)
+def test_a_cold_start_compiles_none_of_the_layer(
+    code_uri: str, tmp_path: Path, compiled_layer: Path
+) -> None:
+    """Every `dispatch` module a handler's init imports comes from the layer's .pyc (python -v
+    names the code object's file) and none is compiled from its source, with no bytecode
+    written (/opt is read-only in Lambda)."""
+    probe = (
+        "from dispatch.config import settings; settings(); "
+        "import json; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'dispatch')))"
+    )
+    result = import_in_lambda_layout(
+        code_uri,
+        tmp_path,
+        {**DEPLOYED_ENVIRONMENT, "PYTHONDONTWRITEBYTECODE": "1"},
+        probe,
+        layer=compiled_layer,
+        flags=("-v",),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = json.loads(result.stdout.splitlines()[-1])
+    root = re.escape(str(compiled_layer))
+    from_bytecode = re.findall(rf"^# code object from '{root}/(.+\.pyc)'$", result.stderr, re.M)
+    from_source = re.findall(rf"^# code object from ({root}/.+\.py)$", result.stderr, re.M)
+    assert from_source == []
+    assert len(from_bytecode) == len(imported) > 0, (from_bytecode, imported)
