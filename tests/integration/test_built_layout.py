@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.coldstart import built_layer  # the layer compiled by its build's own target
 from dispatch_local import REPO_ROOT
 from dispatch_local.template import load_template
 
@@ -282,31 +283,11 @@ def test_the_layer_is_built_for_the_runtime_and_architecture_the_template_names(
     assert compile_[0] == pip[0]  # the interpreter checked to be 3.12
 
 
-def compile_layer(layer: Path) -> Path:
-    """shared/dispatch in LAYER, compiled by the layer build's own target."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(REPO_ROOT / "shared" / "dispatch", layer / "dispatch", ignore=ignore)
-    subprocess.run(
-        [
-            "make",
-            "-s",
-            "-f",
-            str(LAYER_BUILD),
-            "compile",
-            f"LAYER={layer}",
-            f"PYTHON312={sys.executable}",
-        ],
-        check=True,
-        timeout=120,
-    )
-    return layer
-
-
 @pytest.fixture(scope="module")
 def compiled_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The layer as it ships, dated as `sam package` zips it (no source is newer or older
     than its bytecode says)."""
-    layer = compile_layer(tmp_path_factory.mktemp("opt") / "python")
+    layer = built_layer(tmp_path_factory.mktemp("opt") / "python")
     for path in layer.rglob("*"):
         os.utime(path, (SAM_ZIP_DATE, SAM_ZIP_DATE))
     return layer
@@ -317,7 +298,7 @@ def test_the_layers_bytecode_does_not_depend_on_where_it_is_built(
 ) -> None:
     """The same source gives the same layer, so a deploy of unchanged code publishes no new
     layer version (and no new version of every function)."""
-    elsewhere = compile_layer(tmp_path / "another" / "folder")
+    elsewhere = built_layer(tmp_path / "another" / "folder")
     built = sorted(compiled_layer.rglob("*.pyc"))
     assert [p.relative_to(compiled_layer) for p in built] == sorted(
         p.relative_to(elsewhere) for p in elsewhere.rglob("*.pyc")
