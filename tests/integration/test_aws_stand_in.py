@@ -1,0 +1,78 @@
+"""The AWS stand-in's SQS (dispatch_local.moto_sqs): a queue's settings are read without counting
+its messages, and its counts are still right wherever they are asked for."""
+
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+from moto.sqs.models import Message, Queue, SQSBackend
+
+from dispatch_local import moto_sqs
+
+
+def test_a_fifo_queue_answers_its_counts_and_settings_as_moto_does(aws_stand_in: str) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(
+        QueueName=f"counts-{uuid.uuid4().hex[:12]}.fifo",
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+    )["QueueUrl"]
+    for n in range(30):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{n}", MessageGroupId=f"g{n}")
+    sqs.send_message(QueueUrl=url, MessageBody="m0", MessageGroupId="g0")  # deduplicated
+    taken = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert len(taken) == 10
+
+    every = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert every["ApproximateNumberOfMessages"] == "20"
+    assert every["ApproximateNumberOfMessagesNotVisible"] == "10"
+    assert every["ApproximateNumberOfMessagesDelayed"] == "0"
+    assert every["ContentBasedDeduplication"] == "true"
+    assert every["FifoQueue"] == "true"
+    named = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "VisibilityTimeout"]
+    )["Attributes"]
+    assert named == {"ApproximateNumberOfMessages": "20", "VisibilityTimeout": "30"}
+
+    for message in taken:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    left = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert left["Attributes"] == {"ApproximateNumberOfMessages": "20"}
+
+
+class Uncountable(Message):
+    """A message that fails the test if anything looks at whether it is visible."""
+
+    @property
+    def visible(self) -> bool:
+        raise AssertionError("the queue's messages were counted")
+
+    @property
+    def delayed(self) -> bool:
+        raise AssertionError("the queue's messages were counted")
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The override in this process, undone afterwards (the stand-in's server has its own)."""
+    monkeypatch.setattr(Queue, "attributes", Queue.attributes)
+    monkeypatch.setattr(SQSBackend, "get_queue_attributes", SQSBackend.get_queue_attributes)
+    moto_sqs.install()
+
+
+def queue_holding_an_uncountable_message() -> tuple[SQSBackend, Queue]:
+    backend = SQSBackend("us-east-1", "123456789012")
+    queue = backend.create_queue("settings.fifo", FifoQueue="true")
+    queue._messages.append(Uncountable(str(uuid.uuid4()), "body", {}))
+    return backend, queue
+
+
+def test_reading_a_setting_counts_no_message(installed: None) -> None:
+    backend, queue = queue_holding_an_uncountable_message()
+    settings: dict[str, Any] = queue.attributes
+    assert settings["ContentBasedDeduplication"] == "false"
+    assert backend.get_queue_attributes("settings.fifo", ["MessageRetentionPeriod"]) == {
+        "MessageRetentionPeriod": 345600
+    }
+    with pytest.raises(AssertionError, match="counted"):  # counted when asked for, and only then
+        backend.get_queue_attributes("settings.fifo", ["ApproximateNumberOfMessages"])
