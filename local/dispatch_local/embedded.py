@@ -146,15 +146,15 @@ def aws() -> str:
 
 
 MOTO_POLL_SECONDS = 0.05
-# The server, run by this interpreter, with SQS's settings read in constant time (moto_sqs); it
+# The server, run by this interpreter, with SQS's settings read in constant time (moto_hot_paths); it
 # exits when its parent does (PR_SET_PDEATHSIG), so not even a kill -9 of the stack leaves it
 # behind.
 MOTO_SERVER = """
 import ctypes, logging, signal, sys
 ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
-from dispatch_local import moto_sqs
-moto_sqs.install()
+from dispatch_local import moto_hot_paths
+moto_hot_paths.install()
 from moto.server import ThreadedMotoServer
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(sys.argv[1]), verbose=False)
 server.start()

@@ -39,15 +39,22 @@ def lambda_entrypoint(work: Handler[T], correlation_id_path: str | None = None) 
 
 
 def queue_consumer(
-    handle: Callable[["SQSRecord"], None], processor: "BasePartialBatchProcessor"
+    handle: Callable[["SQSRecord"], None],
+    processor: "BasePartialBatchProcessor",
+    batch_first: Callable[[list["SQSRecord"]], None] | None = None,
 ) -> Handler[dict[str, Any]]:
     """An SQS consumer that reports partial failures (the queue's event source mapping has
     ReportBatchItemFailures): each message is handled on its own, its log lines carry its
     `message_id`, and one that fails is logged with the reason and counted
     (`MessagesFailed`); it goes back to the queue, to be received again after the visibility
-    timeout and, after a few receives, to the dead-letter queue."""
+    timeout and, after a few receives, to the dead-letter queue.
+
+    `batch_first` does the whole batch's work at once, before its messages are handled one by
+    one (which then finds little or nothing left to do); where it fails, it is logged and the
+    messages do the rest, so only a message that fails on its own is retried."""
 
     from aws_lambda_powertools.utilities.batch import process_partial_response
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     def each(record: "SQSRecord") -> None:
         logger.append_keys(message_id=record.message_id)
@@ -65,6 +72,11 @@ def queue_consumer(
             logger.remove_keys(["message_id"])
 
     def consume(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        if batch_first is not None:
+            try:
+                batch_first([SQSRecord(record) for record in event["Records"]])
+            except Exception:
+                logger.info("the batch at once failed; its messages go one by one", exc_info=True)
         return dict(
             process_partial_response(
                 event=event, record_handler=each, processor=processor, context=context

@@ -110,7 +110,7 @@ class Waves:
         report = offer_waves.run_wave(conn, request, self.schedule)
         # What the publisher does with the message the wave's relay sent (the job's own
         # earlier events first: they are before the round's in the job's order).
-        publisher.publish_up_to(conn, request.job_id, request.version, self.put_all)
+        publisher.publish_up_to(conn, {request.job_id: request.version}, self.put_all)
         return report
 
     def offered(self) -> list[str]:

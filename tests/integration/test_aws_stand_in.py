@@ -1,14 +1,16 @@
-"""The AWS stand-in's SQS (dispatch_local.moto_sqs): a queue's settings are read without counting
-its messages, and its counts are still right wherever they are asked for."""
+"""The AWS stand-in's hot paths (dispatch_local.moto_hot_paths): an SQS queue's settings are read
+without counting its messages, and its counts are still right wherever they are asked for; an
+EventBridge target's input paths are parsed once."""
 
 import uuid
 from typing import Any
 
 import boto3
+import jsonpath_ng.ext
 import pytest
 from moto.sqs.models import Message, Queue, SQSBackend
 
-from dispatch_local import moto_sqs
+from dispatch_local import moto_hot_paths
 
 
 def test_a_fifo_queue_answers_its_counts_and_settings_as_moto_does(aws_stand_in: str) -> None:
@@ -57,7 +59,8 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The override in this process, undone afterwards (the stand-in's server has its own)."""
     monkeypatch.setattr(Queue, "attributes", Queue.attributes)
     monkeypatch.setattr(SQSBackend, "get_queue_attributes", SQSBackend.get_queue_attributes)
-    moto_sqs.install()
+    monkeypatch.setattr(jsonpath_ng.ext, "parse", jsonpath_ng.ext.parse)  # type: ignore[attr-defined]
+    moto_hot_paths.install()
 
 
 def queue_holding_an_uncountable_message() -> tuple[SQSBackend, Queue]:
@@ -76,3 +79,16 @@ def test_reading_a_setting_counts_no_message(installed: None) -> None:
     }
     with pytest.raises(AssertionError, match="counted"):  # counted when asked for, and only then
         backend.get_queue_attributes("settings.fifo", ["ApproximateNumberOfMessages"])
+
+
+def test_an_input_path_is_parsed_once(installed: None) -> None:
+    import jsonpath_ng.ext
+    from moto.events.utils import EventTemplateParser
+
+    event: Any = {"detail": {"job_id": "j-1"}, "ingestion-time": "now"}
+    for _ in range(3):
+        shaped = EventTemplateParser.parse('{"job": "<job>"}', {"job": "$.detail.job_id"}, event)
+        assert shaped == {"job": "j-1"}
+    parsed = jsonpath_ng.ext.parse.cache_info()  # type: ignore[attr-defined]
+    assert parsed.misses >= 1
+    assert parsed.hits >= 2

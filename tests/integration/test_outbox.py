@@ -543,7 +543,7 @@ def test_the_publisher_puts_ten_to_a_call_and_a_failure_leaves_the_rest_for_the_
             raise publisher.PublishFailed("the bus said no")
 
     with pytest.raises(publisher.PublishFailed):
-        publisher.publish_up_to(conn, job["job_id"], 1, second_call_fails)
+        publisher.publish_up_to(conn, {job["job_id"]: 1}, second_call_fails)
     first = [e.type for e in calls[0]]
     assert first == ["job.created"] + ["application.created"] * 9
     left = conn.execute(
@@ -552,6 +552,38 @@ def test_the_publisher_puts_ten_to_a_call_and_a_failure_leaves_the_rest_for_the_
     assert left == {"n": 5}
 
     put: list[Event] = []
-    assert len(publisher.publish_up_to(conn, job["job_id"], 1, put.extend)) == 5
+    assert len(publisher.publish_up_to(conn, {job["job_id"]: 1}, put.extend)) == 5
     assert [e.data["worker_id"] for e in put] == [f"w-{n}" for n in range(10, 15)]
-    assert publisher.publish_up_to(conn, job["job_id"], 1, put.extend) == []  # once
+    assert publisher.publish_up_to(conn, {job["job_id"]: 1}, put.extend) == []  # once
+
+
+def test_a_batchs_jobs_go_ten_events_to_a_call_each_job_in_its_order(
+    conn: db.Connection,
+) -> None:
+    """The publisher's first pass over a batch: every job its messages name, up to each one's
+    highest version, ten events to a PutEvents call whatever job they are of (a call per
+    message was a call per event), each job's events in its order, later versions left."""
+    from dispatch.events import Event
+    from dispatch.outbox import publisher
+
+    build_backlog(conn, 12)
+    jobs = [r["job_id"] for r in conn.execute("SELECT job_id FROM job_events").fetchall()]
+    conn.execute(  # a second version of each job, the first six of them announced up to it
+        """INSERT INTO job_events (job_id, type, version, actor, occurred_at, data)
+           SELECT job_id, 'job.cancelled', 2, actor, occurred_at + interval '1 s', data
+             FROM job_events WHERE version = 1"""
+    )
+    heads = {job: (2 if n < 6 else 1) for n, job in enumerate(jobs)}
+    calls: list[list[Event]] = []
+    put = publisher.publish_up_to(conn, heads, lambda events: calls.append(list(events)))
+
+    assert [len(call) for call in calls] == [10, 8]
+    assert len(put) == 18
+    versions: dict[UUID, list[int]] = {}
+    for event in put:
+        versions.setdefault(event.job_id, []).append(event.version)
+    assert versions == {job: [1, 2] if n < 6 else [1] for n, job in enumerate(jobs)}
+    left = conn.execute(
+        "SELECT count(*) AS n FROM job_events WHERE published_at IS NULL"
+    ).fetchone()
+    assert left == {"n": 6}  # the later versions no message named yet

@@ -8,11 +8,13 @@ A queue message names an event; the publisher puts that event and every earlier 
 job still unpublished, read from the tables (a message lost with its queue, or a resend that
 arrives after a later version, changes nothing: the tables are the record, the queue a
 wake-up call). What is already published is skipped, so a message delivered twice acts once.
+A batch's jobs go all at once first, ten events to a PutEvents call; what that could not put,
+each message then puts for its own job.
 Each put comes before its record, outside any transaction, so a crash between the two can
 repeat a put; bus consumers dedupe by event id.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from uuid import UUID
 
 from dispatch import aws
@@ -33,18 +35,20 @@ class PublishFailed(Exception):
 
 def publish_up_to(
     conn: Connection,
-    job_id: UUID,
-    version: int,
+    heads: Mapping[UUID, int],
     put: PutAll,
     then: Callable[[Event], None] | None = None,
 ) -> list[Event]:
-    """Put the job's unpublished events up to `version` on the bus in the job's order, ten to
-    a call (a wave's offers come in dozens); returns those this call put. `then` runs after
-    each put and before its record (the offer round an opening event starts), so a failure
-    there retries both; repeats are harmless (bus consumers dedupe, a wave runs once). A
-    failure stops the job here: its later events wait for the retry, so the bus never sees an
-    event before an earlier one of its job."""
-    rows = conn.execute(sql.UNPUBLISHED_UP_TO, {"job_id": job_id, "version": version}).fetchall()
+    """Put each job's unpublished events up to its version in `heads` on the bus, job after
+    job, each in the job's order, ten to a call (a wave's offers come in dozens, a batch's
+    jobs one or two each); returns those this call put. `then` runs after each put and before
+    its record (the offer round an opening event starts), so a failure there retries both;
+    repeats are harmless (bus consumers dedupe, a wave runs once). A failure stops here: the
+    later events wait for the retry, so the bus never sees an event before an earlier one of
+    its job."""
+    rows = conn.execute(
+        sql.UNPUBLISHED_UP_TO, {"job_ids": list(heads), "versions": list(heads.values())}
+    ).fetchall()
     events = [Event.from_json(row["body"]) for row in rows]
     published: list[Event] = []
     try:

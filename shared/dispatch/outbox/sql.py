@@ -132,20 +132,27 @@ UPDATE offer_events
  WHERE id = ANY(%(claimed)s)
 """
 
-# The publisher: a job's events not yet on the bus, up to the version a message announced, in
-# the job's order (a version exists only once every earlier one committed: the job's row lock
-# serialises its changes; offer events of a version are written while the job is at it).
+# The publisher: each job's events not yet on the bus, up to the version its message announced
+# (one job or a batch's), job by job, each in the job's order (a version exists only once every
+# earlier one committed: the job's row lock serialises its changes; offer events of a version
+# are written while the job is at it).
 UNPUBLISHED_UP_TO = """
+WITH heads AS (
+    SELECT * FROM unnest(%(job_ids)s::uuid[], %(versions)s::int[]) AS h(job_id, version)
+)
 SELECT body FROM (
-    SELECT version, false AS offer, occurred_at, id, dispatch_event(e)::text AS body
-      FROM job_events e
-     WHERE e.job_id = %(job_id)s AND e.version <= %(version)s AND e.published_at IS NULL
+    SELECT e.job_id, e.version, false AS offer, e.occurred_at, e.id,
+           dispatch_event(e)::text AS body
+      FROM heads h
+      JOIN job_events e ON e.job_id = h.job_id AND e.version <= h.version
+     WHERE e.published_at IS NULL
     UNION ALL
-    SELECT version, true, occurred_at, id, dispatch_event(o)::text
-      FROM offer_events o
-     WHERE o.job_id = %(job_id)s AND o.version <= %(version)s AND o.published_at IS NULL
+    SELECT o.job_id, o.version, true, o.occurred_at, o.id, dispatch_event(o)::text
+      FROM heads h
+      JOIN offer_events o ON o.job_id = h.job_id AND o.version <= h.version
+     WHERE o.published_at IS NULL
 ) pending
- ORDER BY version, offer, occurred_at, id
+ ORDER BY job_id, version, offer, occurred_at, id
 """
 
 # The one mark of "on the bus", for events of either table.
