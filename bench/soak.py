@@ -315,7 +315,13 @@ def settle(conn: db.Connection) -> float:
     return time.monotonic() - began
 
 
-def soak(database_url: str, seconds: float, businesses: int, workers: int) -> SoakReport:
+def soak(
+    database_url: str,
+    seconds: float,
+    businesses: int,
+    workers: int,
+    pause: float = PAUSE_SECONDS,
+) -> SoakReport:
     log = hist.History()
     with tempfile.TemporaryDirectory(prefix="dispatch-soak-") as home:
         base, process = start_stack(
@@ -328,10 +334,10 @@ def soak(database_url: str, seconds: float, businesses: int, workers: int) -> So
         try:
             stop = threading.Event()
             people = [
-                (business, Client(base, f"soak-b-{n}", "business", log, n))
+                (business, Client(base, f"soak-b-{n}", "business", log, n, pause))
                 for n in range(businesses)
             ] + [
-                (worker, Client(base, f"soak-w-{n}", "worker", log, 1000 + n))
+                (worker, Client(base, f"soak-w-{n}", "worker", log, 1000 + n, pause))
                 for n in range(workers)
             ]
             threads = [threading.Thread(target=run, args=(c, stop)) for run, c in people]
@@ -455,6 +461,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--businesses", type=int, default=12)
     parser.add_argument("--workers", type=int, default=36)
     parser.add_argument(
+        "--pause",
+        type=float,
+        default=PAUSE_SECONDS,
+        help="seconds a client waits between actions (more: a load the machine keeps up with)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="a short run that only proves it works"
     )
     args = parser.parse_args(argv)
@@ -462,7 +474,7 @@ def main(argv: list[str] | None = None) -> None:
         (5, 2, 6) if args.quick else (args.seconds, args.businesses, args.workers)
     )
     with bench_database() as url:
-        result = soak(url, seconds, businesses, workers)
+        result = soak(url, seconds, businesses, workers, args.pause)
     text = report(result)
     print(text)
     (RESULTS / "soak.md").write_text(text + "\n")

@@ -16,6 +16,11 @@ EventBridge: a rule's input paths are parsed once. moto parses every JSONPath of
 input transformer on every event it delivers, and each parse builds jsonpath_ng's parser anew
 (its yacc tables): 85% of a `PutEvents`, a median of 39 ms per published event under the soak,
 and the publisher fell behind. The parsed paths are kept, keyed by their text.
+
+Every request: moto's server finds the service a request is for under one lock that every
+request takes, and there it lists moto's package directory (a `listdir` and a `stat` per
+service, about 150) to learn which services exist; the list is read once. Attribute names are
+turned into field names (a loop over the characters, twenty names per settings read) once each.
 """
 
 import functools
@@ -23,6 +28,9 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonpath_ng.ext
+import moto.backends
+import moto.sqs.models
+from moto.core.utils import camelcase_to_underscores
 from moto.sqs.models import Queue, SQSBackend
 
 COUNTS = {
@@ -66,10 +74,19 @@ def _get_queue_attributes(
 PARSED_PATHS = 1024  # a deployment's rules have a few dozen
 
 
+FIELD_NAMES = 512  # SQS's attribute names and actions, a few dozen
+
+
+def _once(function: Callable[..., Any], size: int) -> Callable[..., Any]:
+    return function if hasattr(function, "cache_info") else functools.lru_cache(size)(function)
+
+
 def install() -> None:
+    services = tuple(moto.backends.list_of_moto_modules())
+    moto.backends.list_of_moto_modules = lambda: services
+    field_name = _once(camelcase_to_underscores, FIELD_NAMES)
+    moto.sqs.models.camelcase_to_underscores = field_name  # type: ignore[attr-defined]
     # moto.events.utils imports `parse` from jsonpath_ng.ext at each call, so it finds this one.
-    parse = jsonpath_ng.ext.parse  # type: ignore[attr-defined]
-    if not hasattr(parse, "cache_info"):
-        jsonpath_ng.ext.parse = functools.lru_cache(maxsize=PARSED_PATHS)(parse)  # type: ignore[attr-defined]
+    jsonpath_ng.ext.parse = _once(jsonpath_ng.ext.parse, PARSED_PATHS)  # type: ignore[attr-defined]
     Queue.attributes = property(_settings)  # type: ignore[assignment,method-assign]
     SQSBackend.get_queue_attributes = _get_queue_attributes  # type: ignore[method-assign,assignment]

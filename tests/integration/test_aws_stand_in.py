@@ -1,13 +1,17 @@
 """The AWS stand-in's hot paths (dispatch_local.moto_hot_paths): an SQS queue's settings are read
 without counting its messages, and its counts are still right wherever they are asked for; an
-EventBridge target's input paths are parsed once."""
+EventBridge target's input paths are parsed once; the services moto serves are listed once."""
 
+import os
 import uuid
 from typing import Any
 
 import boto3
 import jsonpath_ng.ext
+import moto.backends
+import moto.sqs.models
 import pytest
+from moto.core.utils import camelcase_to_underscores
 from moto.sqs.models import Message, Queue, SQSBackend
 
 from dispatch_local import moto_hot_paths
@@ -60,6 +64,8 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Queue, "attributes", Queue.attributes)
     monkeypatch.setattr(SQSBackend, "get_queue_attributes", SQSBackend.get_queue_attributes)
     monkeypatch.setattr(jsonpath_ng.ext, "parse", jsonpath_ng.ext.parse)  # type: ignore[attr-defined]
+    monkeypatch.setattr(moto.backends, "list_of_moto_modules", moto.backends.list_of_moto_modules)
+    monkeypatch.setattr(moto.sqs.models, "camelcase_to_underscores", camelcase_to_underscores)
     moto_hot_paths.install()
 
 
@@ -92,3 +98,15 @@ def test_an_input_path_is_parsed_once(installed: None) -> None:
     parsed = jsonpath_ng.ext.parse.cache_info()  # type: ignore[attr-defined]
     assert parsed.misses >= 1
     assert parsed.hits >= 2
+
+
+def test_the_services_are_listed_once(monkeypatch: pytest.MonkeyPatch, installed: None) -> None:
+    """moto's server asks for the list under the lock every request takes."""
+    listed = set(moto.backends.list_of_moto_modules())
+    assert {"sqs", "s3", "events"} <= listed
+
+    def no_disk(path: str) -> list[str]:
+        raise AssertionError(f"listed {path} again")
+
+    monkeypatch.setattr(os, "listdir", no_disk)
+    assert set(moto.backends.list_of_moto_modules()) == listed
