@@ -146,7 +146,7 @@ def aws() -> str:
 
 
 MOTO_POLL_SECONDS = 0.05
-# The server, run by this interpreter, with SQS's settings read in constant time (moto_hot_paths); it
+# The server, run by this interpreter, with moto's hot paths made cheap (moto_hot_paths); it
 # exits when its parent does (PR_SET_PDEATHSIG), so not even a kill -9 of the stack leaves it
 # behind.
 MOTO_SERVER = """
