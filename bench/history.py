@@ -276,7 +276,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     },
     "dispatch.outbox.sql.MARK_RELAYED": lambda f: {"claimed": [], "sent": []},
     "dispatch.outbox.sql.UNPUBLISHED_UP_TO": lambda f: {
-        "job_id": f["working"]["id"], "version": f["working"]["version"],
+        "job_ids": [f["working"]["id"]], "versions": [f["working"]["version"]],
     },
     "dispatch.outbox.sql.MARK_PUBLISHED": lambda f: {
         "ids": [f["event"]["id"], *f["unpublished_offer_events"]],

@@ -408,7 +408,8 @@ def load(
     jobs_per_day: int = JOBS_PER_DAY,
     progress: Callable[[str], None] = lambda _: None,
 ) -> None:
-    """`days` days of history (days 1..days before today), then the current state, ANALYZEd."""
+    """`days` days of history (each a day before the one after it, `_day`), then the current
+    state, ANALYZEd."""
     with db.connect(url) as conn:
         conn.execute(WORKERS_SQL, {"workers": WORKERS})
         conn.commit()
@@ -493,8 +494,15 @@ def _horizon(conn: db.Connection) -> int:
 
 
 def _day(conn: db.Connection, day: int) -> str:
+    """The start of history's day `day`: 27 hours and `day - 1` days before the hour. The last
+    day's business hours (08:00 to 18:00 of it) then fall 19 to 9 hours ago. They are inside the
+    answers' window (`offer_history_seconds`, a day), which the fold reads, and every event of
+    theirs (up to a window's end, three hours on) is in the past. Calendar days made the fold find
+    nothing after 18:00 UTC, when yesterday's business hours ended more than a day ago."""
     row = conn.execute(
-        "SELECT (date_trunc('day', now()) - make_interval(days => %(d)s))::text AS d", {"d": day}
+        """SELECT (date_trunc('hour', now()) - interval '27 hours'
+                   - make_interval(days => %(d)s - 1))::text AS d""",
+        {"d": day},
     ).fetchone()
     assert row is not None
     return str(row["d"])
