@@ -10,7 +10,10 @@ and three times per message received (the retention period). A FIFO queue 1,000 
 (docs/architecture.md, "Sustained load on the local stack").
 
 Here the attributes leave the counts out, and `GetQueueAttributes` adds them back when they are
-asked for. moto's own code does the rest.
+asked for. moto's own code does the rest, but for two walks of the queue it cannot avoid: the
+messages ready to receive (it read the clock twice per message) and a delete (two passes, each
+building every message's list of receipt handles): at 6,000 messages deep, a publisher's receive
+took 180 ms and a delete of ten 116 ms. Here each walks the queue once, doing less per message.
 
 EventBridge: a rule's input paths are parsed once. moto parses every JSONPath of a target's
 input transformer on every event it delivers, and each parse builds jsonpath_ng's parser anew
@@ -30,8 +33,9 @@ from typing import Any
 import jsonpath_ng.ext
 import moto.backends
 import moto.sqs.models
-from moto.core.utils import camelcase_to_underscores
-from moto.sqs.models import Queue, SQSBackend
+from moto.core.utils import camelcase_to_underscores, unix_time_millis
+from moto.sqs.exceptions import ReceiptHandleIsInvalid
+from moto.sqs.models import Message, Queue, SQSBackend
 
 COUNTS = {
     "ApproximateNumberOfMessages": "approximate_number_of_messages",
@@ -71,6 +75,31 @@ def _get_queue_attributes(
     return answer
 
 
+def _ready(queue: Queue) -> list[Message]:
+    """moto's `Queue.messages`: those visible and not delayed, by one reading of the clock."""
+    now = unix_time_millis()
+    return [m for m in queue._messages if now > m.visible_at and not now < m.delayed_until]
+
+
+def _delete_message(queue: Queue, receipt_handle: str) -> None:
+    """moto's `Queue.delete_message`, in one pass."""
+    if receipt_handle in queue.deleted_messages:
+        return  # deleting again is allowed
+    kept: list[Message] = []
+    for message in queue._messages:
+        if (
+            message.receipt_handle == receipt_handle
+            or receipt_handle in message._old_receipt_handles
+        ):
+            queue.pending_messages.discard(message)
+            queue.deleted_messages.update(message.all_receipt_handles)  # type: ignore[arg-type]
+        else:
+            kept.append(message)
+    if len(kept) == len(queue._messages):
+        raise ReceiptHandleIsInvalid()
+    queue._messages = kept
+
+
 PARSED_PATHS = 1024  # a deployment's rules have a few dozen
 
 
@@ -89,4 +118,6 @@ def install() -> None:
     # moto.events.utils imports `parse` from jsonpath_ng.ext at each call, so it finds this one.
     jsonpath_ng.ext.parse = _once(jsonpath_ng.ext.parse, PARSED_PATHS)  # type: ignore[attr-defined]
     Queue.attributes = property(_settings)  # type: ignore[assignment,method-assign]
+    Queue.messages = property(_ready)  # type: ignore[assignment,method-assign]
+    Queue.delete_message = _delete_message  # type: ignore[method-assign,assignment]
     SQSBackend.get_queue_attributes = _get_queue_attributes  # type: ignore[method-assign,assignment]
