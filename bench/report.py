@@ -132,8 +132,10 @@ SECTIONS = [
         " invariant violations; throughput here is the local stack's, bounded by moto's SQS"
         " (every write relays through it) on this machine, not the deployed system's. Issue"
         " 36's scenario: 48 clients for 3 minutes, per 30 s requests/s, `GET /jobs/{id}` p50"
-        " and unpublished events, and whether its three aims held (why they do not on moto:"
-        ' docs/architecture.md, "Sustained load on the local stack").',
+        " and unpublished events, and whether its three aims held (`--pause` for a load the"
+        " machine keeps up with). Runs before and after each fix: docs/sustained-load.md; why"
+        ' two aims do not hold here: docs/architecture.md, "Sustained load on the local'
+        ' stack").',
     ),
 ]
 

@@ -32,12 +32,8 @@ def publish_batch(records: list[SQSRecord]) -> None:
 
 
 def publish_record(record: SQSRecord) -> None:
-    event = Event.from_json(record.body)
-    db.run(
-        lambda conn: publish_up_to(
-            conn, {event.job_id: event.version}, put_all_on_bus, then=waves.start_round
-        )
-    )
+    """One message on its own: its job's events up to it."""
+    publish_batch([record])
 
 
 # On a failure only the rest of that message group (that job) waits; other jobs go on.
