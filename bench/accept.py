@@ -138,10 +138,10 @@ def claim_floor(conn: db.Connection, attempt: Attempt) -> int:
     job_id, worker_id = attempt
     params = _params(job_id, worker_id)
     key = {**params, "answer_status": 200}
-    row = conn.execute(jobs_sql.ACCEPT_JOB, {**params, **key}).fetchone()
+    row = conn.execute(jobs_sql.ACCEPT_JOB.sql, {**params, **key}).fetchone()
     if row is not None:
         return 200
-    conn.execute(jobs_sql.ACCEPT_FAILURE_FACTS, params).fetchone()
+    conn.execute(jobs_sql.ACCEPT_FAILURE_FACTS.sql, params).fetchone()
     body = LOST_BODY
     conn.execute(idempotency.CLAIM_KEY_WITH_ANSWER, {**params, "status": 409, "body": body})
     return 409

@@ -166,7 +166,7 @@ def nearby(url: str, jobs: int, queries: int) -> NearbyReport:
         for _ in range(queries)
     ]
     rng.shuffle(points)
-    statements = {OURS: job_sql.NEARBY_JOBS} | (POSTGIS if has_postgis else {})
+    statements = {OURS: job_sql.NEARBY_JOBS.sql} | (POSTGIS if has_postgis else {})
     names = list(statements)
     latencies: dict[str, dict[str, list[int]]] = {n: {p: [] for p in PLACES} for n in names}
     disagreements = dict.fromkeys(names, 0)

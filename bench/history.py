@@ -59,18 +59,19 @@ WORKER = "w-7"  # one of the pool every day's jobs are offered to and done by
 
 def named_statements() -> dict[str, str]:
     """Every public upper-case SQL constant of the statement modules, as `module.NAME`: its
-    SQL, or its type's name for a collection of fragments."""
+    SQL (a `db.Query`'s, or a string's), or its type's name for a collection of fragments."""
     found: dict[str, str] = {}
     for module_name in MODULES:
         module = importlib.import_module(module_name)
         for name, value in vars(module).items():
             if name.startswith("_") or not name.isupper():
                 continue
-            if not isinstance(value, str | dict | tuple):
-                continue  # a number, a class imported for its type: not SQL
-            found[f"{module_name}.{name}"] = (
-                value if isinstance(value, str) else type(value).__name__
-            )
+            if isinstance(value, db.Query):
+                found[f"{module_name}.{name}"] = value.sql
+            elif isinstance(value, str | dict | tuple):  # not a number, nor a class
+                found[f"{module_name}.{name}"] = (
+                    value if isinstance(value, str) else type(value).__name__
+                )
     return found
 
 

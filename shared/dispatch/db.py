@@ -9,8 +9,8 @@ through it).
 """
 
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, LiteralString, TypeVar, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -21,6 +21,34 @@ from dispatch.snapshots import before_snapshot
 
 Connection = psycopg.Connection[DictRow]
 T = TypeVar("T")
+P = TypeVar("P", bound=Mapping[str, Any] | None)
+R = TypeVar("R")
+
+
+class Query(Generic[P, R]):
+    """A named statement, whole, with the types of its parameters (P, a TypedDict of its
+    `%(name)s` placeholders, or None) and of its rows (R, a TypedDict of the columns the code
+    reads). A row is the connection's dict (dict_row), so R costs nothing at run time; mypy
+    holds every caller to P and R, and tests/integration/test_statement_types.py holds P and R
+    to what Postgres itself says of the statement (its parameters, its columns and their
+    types), so neither can drift from the SQL."""
+
+    __slots__ = ("sql",)
+
+    def __init__(self, sql: LiteralString) -> None:
+        self.sql = sql
+
+    def one(self, conn: Connection, params: P) -> R | None:
+        """The first row, or None when the statement matched nothing."""
+        return cast("R | None", conn.execute(self.sql, params).fetchone())
+
+    def all(self, conn: Connection, params: P) -> list[R]:
+        return cast("list[R]", conn.execute(self.sql, params).fetchall())
+
+    def run(self, conn: Connection, params: P) -> int:
+        """Run it for its effect; the number of rows it touched."""
+        return conn.execute(self.sql, params).rowcount
+
 
 _local = threading.local()
 

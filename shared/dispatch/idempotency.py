@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from psycopg import errors
 
@@ -76,7 +76,16 @@ class KeyedRequest:
 
 # The key's parameters of a statement that records the caller's key with its answer, when
 # there is no key: the statement records nothing (its `WHERE %(key)s::text IS NOT NULL`).
-NO_KEY: dict[str, Any] = {
+class Answering(TypedDict):
+    """The parameters of a statement's `answered` CTE: the caller's key, or all None."""
+
+    principal: str | None
+    key: str | None
+    fingerprint: str | None
+    answer_status: int | None
+
+
+NO_KEY: Answering = {
     "principal": None,
     "key": None,
     "fingerprint": None,
@@ -84,7 +93,7 @@ NO_KEY: dict[str, Any] = {
 }
 
 
-def answering(key: KeyedRequest | None, status: int) -> dict[str, Any]:
+def answering(key: KeyedRequest | None, status: int) -> Answering:
     """The key's parameters of a statement that records the caller's key with its answer (its
     `answered` CTE), or NO_KEY when there is no key: the statement then records nothing."""
     if key is None:

@@ -43,7 +43,7 @@ def test_the_failure_reads_return_the_causes_the_rules_name(conn: Connection) ->
     first_come, choice = one_job(conn, "first_come"), one_job(conn, "business_choice")
     params = {"worker_id": WORKER, "version": None, "business_id": "biz"}
     reads = (
-        (jobs_sql.ACCEPT_FAILURE_FACTS, first_come, {"status", "assignee_id"}, ACCEPT_CAUSES),
+        (jobs_sql.ACCEPT_FAILURE_FACTS.sql, first_come, {"status", "assignee_id"}, ACCEPT_CAUSES),
         (choice_sql.ASSIGN_FAILURE_FACTS, choice, {"status", "assignee_id"}, ASSIGN_REFUSALS),
         (choice_sql.APPLY_FAILURE_FACTS, choice, {"status"}, APPLY_REFUSALS),
     )
@@ -70,7 +70,7 @@ def test_no_path_spells_a_cause_of_its_own() -> None:
         choice_sql.APPLY_FAILURE_FACTS,
         choice_sql.APPLICANTS,
         choice_sql.BEST_APPLICANT,
-        jobs_sql.ACCEPT_FAILURE_FACTS,
+        jobs_sql.ACCEPT_FAILURE_FACTS.sql,
     ):
         assert "dispatch_holding(j, " in statement, statement
     # The offers' candidates: dispatch_offerable (migration 0054), whose rule is may_hold.
@@ -95,7 +95,7 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
     near = {"lat": 12.97, "lng": 77.59, "radius_m": 5000.0, "worker_id": WORKER, "limit": 10}
     seen["nearby"] = any(
         r["document"]["id"] == str(first_come)
-        for r in conn.execute(jobs_sql.NEARBY_JOBS, near).fetchall()
+        for r in conn.execute(jobs_sql.NEARBY_JOBS.sql, near).fetchall()
     )
     offer = {
         "job_id": first_come, "version": 1, "worker_ids": [WORKER], "distances": [700.0],
@@ -114,7 +114,7 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
     change = {"lease_seconds": 600, "event_type": "job.assigned", "actor": WORKER, "version": None}
     for path, statement, params in (
         ("nearest's offers", offers_sql.MAKE_OFFERS, offer),
-        ("accept", jobs_sql.ACCEPT_JOB, {"job_id": first_come, "worker_id": WORKER, **KEY}),
+        ("accept", jobs_sql.ACCEPT_JOB.sql, {"job_id": first_come, "worker_id": WORKER, **KEY}),
         (
             "assign",
             choice_sql.ASSIGN_JOB,

@@ -3,14 +3,13 @@ caller's idempotency key, the same statement records the key with its answer (on
 trip), and a change that matched nothing reads why, once."""
 
 import json
-from typing import Any, LiteralString
 from uuid import UUID
 
 from psycopg import errors
 
 from dispatch.auth import Caller
 from dispatch.config import settings
-from dispatch.db import Connection
+from dispatch.db import Connection, Query
 from dispatch.errors import Code, DispatchError
 from dispatch.idempotency import KeyedRequest, answering
 from dispatch.jobs import photos, rules, sql
@@ -22,7 +21,7 @@ from dispatch.jobs.requests import CreateJob
 def create_job(
     conn: Connection, business_id: str, spec: CreateJob, key: KeyedRequest | None = None
 ) -> Job:
-    params = {
+    params: sql.CreateJobParams = {
         "business_id": business_id,
         "lat": spec.location.lat,
         "lng": spec.location.lng,
@@ -36,8 +35,9 @@ def create_job(
         "offer_first_to": spec.offer_first_to,
         "event_type": JobEventType.CREATED,
         "actor": business_id,
+        **answering(key, 201),
     }
-    row = conn.execute(sql.CREATE_JOB, {**params, **answering(key, 201)}).fetchone()
+    row = sql.CREATE_JOB.one(conn, params)
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
     return Job.from_document(row["document"], row["answer"])
 
@@ -49,7 +49,7 @@ def accept_job(
     version: int | None,
     key: KeyedRequest | None = None,
 ) -> Job:
-    params: dict[str, Any] = {
+    params: sql.AcceptParams = {
         "job_id": job_id,
         "worker_id": worker_id,
         "version": version,
@@ -58,7 +58,7 @@ def accept_job(
         "actor": worker_id,
     }
     try:
-        row = conn.execute(sql.ACCEPT_JOB, {**params, **answering(key, 200)}).fetchone()
+        row = sql.ACCEPT_JOB.one(conn, {**params, **answering(key, 200)})
     except errors.UniqueViolation as error:
         # Two accepts by one worker on two jobs at once: the one-live-job index decided.
         if error.diag.constraint_name == "jobs_one_live_job_per_worker":
@@ -70,7 +70,7 @@ def accept_job(
             raise DispatchError(Code.BLOCKED_BY_BUSINESS) from error
         raise
     if row is None:
-        facts = conn.execute(sql.ACCEPT_FAILURE_FACTS, params).fetchone()
+        facts = sql.ACCEPT_FAILURE_FACTS.one(conn, params)
         raise DispatchError(rules.accept_refusal(facts, worker_id))
     return Job.from_document(row["document"], row["answer"])
 
@@ -86,7 +86,7 @@ def transition(
     move = MACHINE[event]
     if not caller.has(move.actor.role):
         raise DispatchError(Code.FORBIDDEN)
-    params: dict[str, Any] = {
+    params: sql.TransitionParams = {
         "job_id": job_id,
         "target": move.target.value,
         "sources": [s.value for s in move.sources],
@@ -95,13 +95,14 @@ def transition(
         "actor": caller.id,
         "needs": move.needs.value if move.needs else None,
         "within_window": move.within_window,
-        "photo_id": None,
         "lease_seconds": settings().lease_seconds,
         "event_type": move.event_type,
     }
-    row = conn.execute(sql.TRANSITION_JOB, {**params, **answering(key, 200)}).fetchone()
+    row = sql.TRANSITION_JOB.one(conn, {**params, **answering(key, 200)})
     if row is None:
-        facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
+        facts = sql.TRANSITION_FAILURE_FACTS.one(
+            conn, {"job_id": job_id, "actor": caller.id, "photo_id": None}
+        )
         raise DispatchError(rules.transition_refusal(facts, caller.id, version, move))
     return Job.from_document(row["document"], row["answer"])
 
@@ -114,7 +115,7 @@ def attach_photo(
     photo_id: UUID,
     key: KeyedRequest | None = None,
 ) -> Job:
-    params: dict[str, Any] = {
+    params: sql.AttachParams = {
         "job_id": job_id,
         "actor": worker_id,
         "slot": slot.value,
@@ -125,13 +126,11 @@ def attach_photo(
     # The upload is looked at first (a HEAD, outside any transaction); when it is not right
     # the statement is not sent, and the refusal still names the job's own causes first.
     upload = photos.upload_refusal(conn, worker_id, photo_id)
-    row = (
-        None
-        if upload
-        else conn.execute(sql.ATTACH_PHOTO, {**params, **answering(key, 200)}).fetchone()
-    )
+    row = None if upload else sql.ATTACH_PHOTO.one(conn, {**params, **answering(key, 200)})
     if row is None:
-        facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
+        facts = sql.TRANSITION_FAILURE_FACTS.one(
+            conn, {"job_id": job_id, "actor": worker_id, "photo_id": photo_id}
+        )
         slot_status = PHOTO_SLOT_STATUS[slot]
         refusal = rules.attach_refusal(facts, worker_id, photo_id, slot, slot_status, upload)
         raise DispatchError(*refusal)
@@ -145,18 +144,19 @@ def rate_job(
     stars: int,
     key: KeyedRequest | None = None,
 ) -> JobRating:
-    params: dict[str, Any] = {
+    params: sql.RateParams = {
         "job_id": job_id,
         "actor": business_id,
         "stars": stars,
-        "photo_id": None,
         "event_type": JobEventType.RATED,
     }
     # Two ratings at once: the second waits for the first's row lock, then its WHERE sees the
     # rating and matches nothing (jobs_rated_once guards every other writer).
-    row = conn.execute(sql.RATE_JOB, {**params, **answering(key, 201)}).fetchone()
+    row = sql.RATE_JOB.one(conn, {**params, **answering(key, 201)})
     if row is None:
-        facts = conn.execute(sql.TRANSITION_FAILURE_FACTS, params).fetchone()
+        facts = sql.TRANSITION_FAILURE_FACTS.one(
+            conn, {"job_id": job_id, "actor": business_id, "photo_id": None}
+        )
         raise DispatchError(rules.rating_refusal(facts, business_id))
     return JobRating.from_document(json.loads(row["answer"]), row["answer"])
 
@@ -175,11 +175,13 @@ def expire_ended(conn: Connection, batch_size: int) -> list[Job]:
 
 
 def _sweep(
-    conn: Connection, statement: LiteralString, event_type: JobEventType, batch_size: int
+    conn: Connection,
+    statement: Query[sql.SweepParams, sql.JobAnswer],
+    event_type: JobEventType,
+    batch_size: int,
 ) -> list[Job]:
     with conn.transaction():
-        rows = conn.execute(
-            statement,
-            {"batch_size": batch_size, "event_type": event_type, "actor": SWEEPER},
-        ).fetchall()
+        rows = statement.all(
+            conn, {"batch_size": batch_size, "event_type": event_type, "actor": SWEEPER}
+        )
     return [Job.from_document(row["document"], row["answer"]) for row in rows]

@@ -9,14 +9,14 @@ it). The look at attach (a HEAD) is a network call, made before the attach's one
 no transaction.
 """
 
-from typing import Any, LiteralString
+from typing import Any, TypedDict
 from uuid import UUID, uuid4
 
 from dispatch import aws
 from dispatch.config.photos import photo_settings
-from dispatch.db import Connection
+from dispatch.db import Connection, Query
 from dispatch.errors import Code, DispatchError
-from dispatch.idempotency import KeyedRequest, answering
+from dispatch.idempotency import Answering, KeyedRequest, answering
 from dispatch.jobs.models import PhotoUpload
 from dispatch.jobs.requests import PhotoRequest
 from dispatch.jobs.rules import Refusal
@@ -24,9 +24,23 @@ from dispatch.models import to_json
 
 MAX_BYTES = 10 * 1024 * 1024  # a phone's photo is 1-5 MB; a bigger upload is refused by S3
 
+
 # The photo's row and the upload's answer (the presigned POST made before, %(upload_url)s and
 # %(upload_fields)s, with the photo's new id), in PhotoUpload's field order.
-CREATE_PHOTO: LiteralString = """
+class CreatePhotoParams(Answering):
+    owner_id: str
+    s3_key: str
+    content_type: str
+    upload_url: str
+    upload_fields: str
+    expires_in: int
+
+
+class PhotoAnswer(TypedDict):
+    answer: str
+
+
+CREATE_PHOTO: Query[CreatePhotoParams, PhotoAnswer] = Query("""
 WITH made AS (
     INSERT INTO photos (owner_id, s3_key, content_type)
     VALUES (%(owner_id)s, %(s3_key)s, %(content_type)s)
@@ -44,11 +58,22 @@ WITH made AS (
      WHERE %(key)s::text IS NOT NULL
 )
 SELECT * FROM answers
-"""
+""")
 
-PHOTO_OF_OWNER = """
+
+class PhotoOfOwnerParams(TypedDict):
+    photo_id: UUID
+    owner_id: str
+
+
+class PhotoObject(TypedDict):
+    s3_key: str
+    content_type: str
+
+
+PHOTO_OF_OWNER: Query[PhotoOfOwnerParams, PhotoObject] = Query("""
 SELECT s3_key, content_type FROM photos WHERE id = %(photo_id)s AND owner_id = %(owner_id)s
-"""
+""")
 
 
 def create_upload(
@@ -66,7 +91,7 @@ def create_upload(
         ],
         ExpiresIn=expires_in,
     )
-    params = {
+    params: CreatePhotoParams = {
         "owner_id": owner_id,
         "s3_key": s3_key,
         "content_type": request.content_type,
@@ -75,7 +100,7 @@ def create_upload(
         "expires_in": expires_in,
         **answering(key, 201),
     }
-    row = conn.execute(CREATE_PHOTO, params).fetchone()
+    row = CREATE_PHOTO.one(conn, params)
     assert row is not None  # an INSERT without ON CONFLICT returns its row or raises
     return PhotoUpload.from_json(row["answer"])
 
@@ -84,7 +109,7 @@ def upload_refusal(conn: Connection, owner_id: str, photo_id: UUID) -> Refusal |
     """Why the caller's photo cannot be attached as uploaded: not uploaded yet, or not an image
     of its declared type and an allowed size. None when it can, or when the photo is not the
     caller's (the attach refuses that itself, as NOT_FOUND)."""
-    row = conn.execute(PHOTO_OF_OWNER, {"photo_id": photo_id, "owner_id": owner_id}).fetchone()
+    row = PHOTO_OF_OWNER.one(conn, {"photo_id": photo_id, "owner_id": owner_id})
     if row is None:
         return None
     head = _head(row["s3_key"])

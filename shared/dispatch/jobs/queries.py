@@ -38,13 +38,13 @@ def job_events(conn: Connection, caller: Caller, job_id: UUID) -> JobEvents:
     a worker also reads its offers at GET /workers/me/offers; a past holder reads them up to
     the end of its hold, nothing of later holders."""
     job, through = view_of(conn, caller, job_id)
-    params = {
+    params: sql.EventsOfJobParams = {
         "job_id": job_id,
         "everything": oversees(caller, job),
         "caller_id": caller.id,
         "through": through,
     }
-    rows = conn.execute(sql.EVENTS_OF_JOB, params).fetchall()
+    rows = sql.EVENTS_OF_JOB.all(conn, params)
     return JobEvents(events=[event_of(row["document"]) for row in rows])
 
 
@@ -52,14 +52,14 @@ def view_of(conn: Connection, caller: Caller, job_id: UUID) -> tuple[Job, int | 
     """What the caller may read of the job: the job now (and every event: None), or for a
     worker whose hold ended the job as that end left it and the last version it may read.
     NOT_FOUND for anyone else (never leak which)."""
-    row = conn.execute(sql.JOB_BY_ID, {"job_id": job_id}).fetchone()
+    row = sql.JOB_BY_ID.one(conn, {"job_id": job_id})
     if row is None:
         raise DispatchError(Code.NOT_FOUND)
     job = Job.from_document(row["document"])
     if can_view(caller, job):
         return job, None
     if caller.has(Role.WORKER):
-        ended = conn.execute(sql.HOLD_ENDED, {"job_id": job_id, "worker_id": caller.id}).fetchone()
+        ended = sql.HOLD_ENDED.one(conn, {"job_id": job_id, "worker_id": caller.id})
         if ended is not None:
             return Job.from_document(ended["event"]["data"]), ended["version"]
     raise DispatchError(Code.NOT_FOUND)
@@ -76,16 +76,10 @@ def nearby_jobs(
     conn: Connection, worker_id: str, lat: float, lng: float, radius_m: float, limit: int
 ) -> NearbyJobs:
     """Open jobs within `radius_m`, nearest first, only those the worker qualifies for."""
-    rows = conn.execute(
-        sql.NEARBY_JOBS,
-        {
-            "lat": lat,
-            "lng": lng,
-            "worker_id": worker_id,
-            "radius_m": radius_m,
-            "limit": limit,
-        },
-    ).fetchall()
+    rows = sql.NEARBY_JOBS.all(
+        conn,
+        {"lat": lat, "lng": lng, "worker_id": worker_id, "radius_m": radius_m, "limit": limit},
+    )
     return NearbyJobs(
         jobs=[
             NearbyJob.from_document({**row["document"], "distance_m": round(row["distance_m"], 1)})

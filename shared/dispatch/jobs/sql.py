@@ -12,10 +12,44 @@ idempotency_keys_pkey, and the statement undoes itself). Without a key (`idempot
 the key's parameters NULL) nothing is recorded. The sweeps take no key.
 """
 
-from typing import LiteralString
+from datetime import datetime
+from typing import Any, TypedDict
+from uuid import UUID
+
+from dispatch.db import Query
+from dispatch.idempotency import Answering
+
+
+class JobAnswer(TypedDict):
+    """A changed job's row: its document and, as text, the answer the caller gets."""
+
+    document: dict[str, Any]
+    answer: str
+
+
+class Change(TypedDict):
+    """What every change writes into its one event."""
+
+    event_type: str
+    actor: str
+
 
 # A job is born open at version 1, with its `job.created` event.
-CREATE_JOB: LiteralString = """
+class CreateJobParams(Change, Answering):
+    business_id: str
+    lat: float
+    lng: float
+    skills: list[str]
+    window_start: datetime
+    window_end: datetime
+    min_rating: float | None
+    assignment: str
+    auto_pick: bool | None
+    choose_within_s: int | None
+    offer_first_to: str | None
+
+
+CREATE_JOB: Query[CreateJobParams, JobAnswer] = Query("""
 WITH changed AS (
     INSERT INTO jobs (business_id, lat, lng, skills, window_start, window_end, min_rating,
                       assignment, auto_pick, choose_within_s, choose_by, offer_first_to)
@@ -36,7 +70,7 @@ WITH changed AS (
      WHERE %(key)s::text IS NOT NULL
 )
 SELECT * FROM answers
-"""
+""")
 
 # The job's statuses as sets (a worker holds it: live; nothing moves it any more: finished;
 # unfinished; untaken) are written once, in SQL: dispatch_live, dispatch_finished,
@@ -51,32 +85,76 @@ SELECT * FROM answers
 # apply, the auto-pick, the applicant list, the offers' candidates and dispatch_nearby read it;
 # the failure reads below name a refused command's causes from the same columns.
 
+
 # First come's hot path: the accept, an ordinary plpgsql function written whole in migration
 # 0052 (dispatch_accept_job; given the caller's idempotency key, it also records the key with
 # its answer): Postgres keeps its plan per server connection without a prepared statement
 # (which RDS Proxy would pin the connection for). The UPDATE's WHERE clause is the lock: of N
 # concurrent claimers exactly one matches, the rest match zero rows.
-ACCEPT_JOB: LiteralString = """
+class AcceptParams(Change):
+    job_id: UUID
+    worker_id: str
+    version: int | None
+    lease_seconds: int
+
+
+class AcceptJobParams(AcceptParams, Answering):
+    pass
+
+
+ACCEPT_JOB: Query[AcceptJobParams, JobAnswer] = Query("""
 SELECT * FROM dispatch_accept_job(
     p_actor => %(actor)s::text, p_event_type => %(event_type)s::text,
     p_job_id => %(job_id)s::uuid, p_lease_seconds => %(lease_seconds)s::integer,
     p_version => %(version)s::integer, p_worker_id => %(worker_id)s::text,
     p_principal => %(principal)s::text, p_key => %(key)s::text,
     p_fingerprint => %(fingerprint)s::text, p_answer_status => %(answer_status)s::integer)
-"""
+""")
+
 
 # Only on the failure path: one read of the job's state and of each cause of may_accept, by
 # name, from dispatch_holding; rules.accept_refusal names the cause.
-ACCEPT_FAILURE_FACTS: LiteralString = """
+class HolderParams(TypedDict):
+    job_id: UUID
+    worker_id: str
+    version: int | None
+
+
+class AcceptFacts(TypedDict):
+    status: str
+    assignee_id: str | None
+    first_come: bool
+    not_blocked: bool
+    claimable: bool
+    window_open: bool
+    at_version: bool
+    has_skills: bool
+    rated_enough: bool
+    worker_free: bool
+
+
+ACCEPT_FAILURE_FACTS: Query[HolderParams, AcceptFacts] = Query("""
 SELECT j.status, j.assignee_id,
        h.first_come, h.not_blocked, h.claimable, h.window_open, h.at_version,
        h.has_skills, h.rated_enough, h.worker_free
   FROM jobs j
  CROSS JOIN LATERAL dispatch_holding(j, %(worker_id)s, %(version)s::integer) h
  WHERE j.id = %(job_id)s
-"""
+""")
 
-JOB_BY_ID = "SELECT dispatch_job_json(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
+
+class JobIdParams(TypedDict):
+    job_id: UUID
+
+
+class JobDocument(TypedDict):
+    document: dict[str, Any]
+
+
+JOB_BY_ID: Query[JobIdParams, JobDocument] = Query(
+    "SELECT dispatch_job_json(j) AS document FROM jobs j WHERE j.id = %(job_id)s"
+)
+
 
 # The end of a past holder's last hold of the job: the change right after the worker held it
 # (every change writes one event, versions 1, 2, 3, ... : job_events_one_per_change), when that
@@ -84,7 +162,17 @@ JOB_BY_ID = "SELECT dispatch_job_json(j) AS document FROM jobs j WHERE j.id = %(
 # the news. When another worker took over a lapsed lease, the takeover names the next holder,
 # which a past holder never reads: its view ends at its own last event, whose lease has run out.
 # A past holder reads the job as that event left it (its data) and the events up to its version.
-HOLD_ENDED = """
+class JobWorkerParams(TypedDict):
+    job_id: UUID
+    worker_id: str
+
+
+class HoldEnded(TypedDict):
+    event: dict[str, Any]
+    version: int
+
+
+HOLD_ENDED: Query[JobWorkerParams, HoldEnded] = Query("""
 SELECT CASE WHEN n.data->>'assignee_id' IS NULL THEN dispatch_event(n) ELSE dispatch_event(h) END
            AS event,
        CASE WHEN n.data->>'assignee_id' IS NULL THEN n.version ELSE h.version END AS version
@@ -95,14 +183,22 @@ SELECT CASE WHEN n.data->>'assignee_id' IS NULL THEN dispatch_event(n) ELSE disp
    AND n.data->>'assignee_id' IS DISTINCT FROM %(worker_id)s
  ORDER BY h.version DESC
  LIMIT 1
-"""
+""")
+
 
 # A job's events to pull after a gap in push: its changes, and of its offer events (offers,
 # applications, unfilled rounds, back to choice) all for its business and ops (`everything`),
 # those naming the worker for a worker; for a past holder only up to the end of its hold
 # (`through`, HOLD_ENDED's version; NULL: all). In version order; within a version the change
 # first, then the rest as written.
-EVENTS_OF_JOB = """
+class EventsOfJobParams(TypedDict):
+    job_id: UUID
+    through: int | None
+    everything: bool
+    caller_id: str
+
+
+EVENTS_OF_JOB: Query[EventsOfJobParams, JobDocument] = Query("""
 SELECT document FROM (
     SELECT dispatch_event(e) AS document, e.version, 0 AS after_the_change, e.id
       FROM job_events e
@@ -116,7 +212,8 @@ SELECT document FROM (
        AND o.version <= coalesce(%(through)s::integer, o.version)
 ) heard
 ORDER BY version, after_the_change, id
-"""
+""")
+
 
 # A transition: one conditional UPDATE keyed on the id, the allowed source statuses, the
 # version the actor holds (the fencing token), the actor, and the photo the target needs.
@@ -125,7 +222,22 @@ ORDER BY version, after_the_change, id
 # end at most; any other target ends it. Check-in and start happen only while the window lasts
 # (`within_window`). jobs_photo_gate, the photo triggers and jobs_held_only_within_the_window
 # refuse the same things again.
-TRANSITION_JOB: LiteralString = """
+class TransitionParams(Change):
+    job_id: UUID
+    target: str
+    sources: list[str]
+    version: int
+    actor_kind: str
+    needs: str | None
+    within_window: bool
+    lease_seconds: int
+
+
+class TransitionJobParams(TransitionParams, Answering):
+    pass
+
+
+TRANSITION_JOB: Query[TransitionJobParams, JobAnswer] = Query("""
 WITH changed AS (
     UPDATE jobs
        SET status = %(target)s,
@@ -160,22 +272,54 @@ WITH changed AS (
      WHERE %(key)s::text IS NOT NULL
 )
 SELECT * FROM answers
-"""
+""")
+
 
 # Only on the failure path of a transition or a photo attach: the job as the caller may know it.
 # `acted` tells whether the caller ever acted on the job (a past assignee may learn that it
 # moved on; a stranger only ever hears NOT_FOUND); `photo_owner`, whose photo was sent.
-TRANSITION_FAILURE_FACTS = """
+class FailureFactsParams(TypedDict):
+    job_id: UUID
+    actor: str
+    photo_id: UUID | None
+
+
+class TransitionFacts(TypedDict):
+    status: str
+    version: int
+    assignee_id: str | None
+    business_id: str
+    before_photo_id: UUID | None
+    after_photo_id: UUID | None
+    rating: int | None
+    window_ended: bool
+    acted: bool
+    photo_owner: str | None
+
+
+TRANSITION_FAILURE_FACTS: Query[FailureFactsParams, TransitionFacts] = Query("""
 SELECT j.status, j.version, j.assignee_id, j.business_id,
        j.before_photo_id, j.after_photo_id, j.rating, j.window_end <= now() AS window_ended,
        EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.actor = %(actor)s) AS acted,
        (SELECT p.owner_id FROM photos p WHERE p.id = %(photo_id)s::uuid) AS photo_owner
   FROM jobs j WHERE j.id = %(job_id)s
-"""
+""")
+
 
 # Attach a photo to its slot: the caller holds the job, the slot is open (before: assigned,
 # after: in progress), the photo is the caller's, and it is not already the other photo.
-ATTACH_PHOTO: LiteralString = """
+class AttachParams(Change):
+    job_id: UUID
+    slot: str
+    slot_status: str
+    photo_id: UUID
+
+
+class AttachPhotoParams(AttachParams, Answering):
+    pass
+
+
+ATTACH_PHOTO: Query[AttachPhotoParams, JobAnswer] = Query("""
 WITH changed AS (
     UPDATE jobs
        SET before_photo_id = CASE WHEN %(slot)s = 'before' THEN %(photo_id)s::uuid
@@ -204,11 +348,21 @@ WITH changed AS (
      WHERE %(key)s::text IS NOT NULL
 )
 SELECT * FROM answers
-"""
+""")
+
 
 # Rate the work: the owning business, once the job is completed, once (jobs_rated_once). The
 # worker's count and sum of stars move in the same statement (their rating is generated).
-RATE_JOB: LiteralString = """
+class RateParams(Change):
+    job_id: UUID
+    stars: int
+
+
+class RateJobParams(RateParams, Answering):
+    pass
+
+
+RATE_JOB: Query[RateJobParams, JobAnswer] = Query("""
 WITH changed AS (
     UPDATE jobs
        SET rating = %(stars)s,
@@ -241,7 +395,8 @@ WITH changed AS (
      WHERE %(key)s::text IS NOT NULL
 )
 SELECT * FROM answers
-"""
+""")
+
 
 # The sweeper: a batch of expired assignments, claimed with SKIP LOCKED so that overlapping
 # sweepers never wait for or double-process each other, reopened by a conditional UPDATE that
@@ -250,7 +405,11 @@ SELECT * FROM answers
 # one expired lease among millions of jobs, re-ran its LIMIT per outer row and one "batch of 100"
 # reopened thousands (issue 35). A batch is at most %(batch_size)s whatever the table holds.
 # Only while the window lasts: a job nobody may take any more expires instead (below).
-REOPEN_EXPIRED: LiteralString = """
+class SweepParams(Change):
+    batch_size: int
+
+
+REOPEN_EXPIRED: Query[SweepParams, JobAnswer] = Query("""
 WITH changed AS (
     UPDATE jobs j
        SET status = 'open',
@@ -275,7 +434,7 @@ WITH changed AS (
     SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
 )
 SELECT *, document::text AS answer FROM changed
-"""
+""")
 
 # Windows that ended: an open job can no longer be taken, nor can an assigned one go on (its
 # lease ended with the window at the latest, and check-in and start are over); the sweeper
@@ -283,7 +442,7 @@ SELECT *, document::text AS answer FROM changed
 # event, never a job.reopened (reopening would offer a job nobody may take). The lease test
 # is implied by the window's (jobs_lease_within_window) and lets the planner use
 # jobs_lease_expiry. A batch is an array computed once, as above.
-EXPIRE_ENDED: LiteralString = """
+EXPIRE_ENDED: Query[SweepParams, JobAnswer] = Query("""
 WITH changed AS (
     UPDATE jobs j
        SET status = 'expired',
@@ -308,14 +467,27 @@ WITH changed AS (
     SELECT id, %(event_type)s, version, %(actor)s, updated_at, document::jsonb FROM changed
 )
 SELECT *, document::text AS answer FROM changed
-"""
+""")
 
 
 # Open jobs within %(radius_m)s of a point that the worker qualifies for, nearest first:
 # dispatch_nearby (migrations 0013, 0049: the filter is dispatch_holding's may_see) walks the
 # nearest-neighbour index of open jobs and stops
 # once it has proved its answer. One statement, exact in great-circle metres, no extension.
-NEARBY_JOBS = """
+class NearbyParams(TypedDict):
+    lat: float
+    lng: float
+    radius_m: float
+    worker_id: str
+    limit: int
+
+
+class NearbyRow(TypedDict):
+    document: dict[str, Any]
+    distance_m: float
+
+
+NEARBY_JOBS: Query[NearbyParams, NearbyRow] = Query("""
 SELECT document, distance_m
   FROM dispatch_nearby(%(lat)s, %(lng)s, %(radius_m)s, %(worker_id)s, %(limit)s)
-"""
+""")
