@@ -161,7 +161,7 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
     live = list(LIVE)
 
     def jobs() -> None:
-        conn.execute(sql.JOBS_IN_BOX, {**box, "statuses": live, "limit": 1000}).fetchall()
+        conn.execute(sql.JOBS_IN_BOX.sql, {**box, "statuses": live, "limit": 1000}).fetchall()
 
     positions = locations.position_keys().positions
 
@@ -172,14 +172,16 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
         )  # fmt: skip
         ids = [w.decode() for w, _ in found]
         client.zmscore(locations.position_keys().seen, ids)
-        conn.execute(sql.BUSY_WORKERS, {"ids": ids}).fetchall()
+        conn.execute(sql.BUSY_WORKERS.sql, {"ids": ids}).fetchall()
 
     def events() -> None:
-        conn.execute(sql.EVENTS_AFTER, {"tx": cursor[0], "id": cursor[1], "limit": 100}).fetchall()
+        conn.execute(
+            sql.EVENTS_AFTER.sql, {"tx": cursor[0], "id": cursor[1], "limit": 100}
+        ).fetchall()
 
     def summary() -> None:
-        conn.execute(sql.JOBS_BY_STATUS).fetchall()
-        conn.execute(sql.LAST_HOUR).fetchone()
+        conn.execute(sql.JOBS_BY_STATUS.sql).fetchall()
+        conn.execute(sql.LAST_HOUR.sql).fetchone()
         conn.execute(RELAY_LAG).fetchone()
 
     return {"jobs": jobs, "workers": workers, "events": events, "summary": summary}

@@ -202,7 +202,7 @@ def test_the_applicant_list_reads_each_applicants_record_not_their_history(
 ) -> None:
     job_id = _choice_job_with_applicants(big)
     listed = big.execute(
-        choice_sql.APPLICANTS,
+        choice_sql.APPLICANTS.sql,
         {"job_id": job_id, "position_ids": [], "lats": [], "lngs": []},
     ).fetchall()
     records = {
@@ -213,7 +213,7 @@ def test_the_applicant_list_reads_each_applicants_record_not_their_history(
     assert records == {w: (800, 800) for w in APPLICANTS}
     plan = _plan(
         big,
-        choice_sql.APPLICANTS,
+        choice_sql.APPLICANTS.sql,
         {"job_id": job_id, "position_ids": [], "lats": [], "lngs": []},
     )
     _reads_only_what_it_shows(plan, buffers=200)
@@ -221,7 +221,7 @@ def test_the_applicant_list_reads_each_applicants_record_not_their_history(
 
 def test_the_auto_pick_ranks_by_records_not_history(big: db.Connection) -> None:
     job_id = _choice_job_with_applicants(big)
-    plan = _plan(big, choice_sql.BEST_APPLICANT, {"job_id": job_id})
+    plan = _plan(big, choice_sql.BEST_APPLICANT.sql, {"job_id": job_id})
     _reads_only_what_it_shows(plan, buffers=200)
 
 
@@ -234,10 +234,10 @@ def test_the_summary_reads_the_live_market_and_the_last_hour_only(big: db.Connec
           FROM jobs WHERE status = 'assigned'
         """
     )
-    assert {r["status"]: r["n"] for r in big.execute(ops_sql.JOBS_BY_STATUS).fetchall()} == {
+    assert {r["status"]: r["n"] for r in big.execute(ops_sql.JOBS_BY_STATUS.sql).fetchall()} == {
         "assigned": 3
     }  # the 200,000 cancelled long ago are history, not the market
-    hour = big.execute(ops_sql.LAST_HOUR).fetchone()
+    hour = big.execute(ops_sql.LAST_HOUR.sql).fetchone()
     assert hour is not None and (hour["filled"], hour["unfilled"]) == (3, 0)
-    _reads_only_what_it_shows(_plan(big, ops_sql.JOBS_BY_STATUS), buffers=50)
-    _reads_only_what_it_shows(_plan(big, ops_sql.LAST_HOUR), buffers=100)
+    _reads_only_what_it_shows(_plan(big, ops_sql.JOBS_BY_STATUS.sql), buffers=50)
+    _reads_only_what_it_shows(_plan(big, ops_sql.LAST_HOUR.sql), buffers=100)

@@ -44,8 +44,8 @@ def test_the_failure_reads_return_the_causes_the_rules_name(conn: Connection) ->
     params = {"worker_id": WORKER, "version": None, "business_id": "biz"}
     reads = (
         (jobs_sql.ACCEPT_FAILURE_FACTS.sql, first_come, {"status", "assignee_id"}, ACCEPT_CAUSES),
-        (choice_sql.ASSIGN_FAILURE_FACTS, choice, {"status", "assignee_id"}, ASSIGN_REFUSALS),
-        (choice_sql.APPLY_FAILURE_FACTS, choice, {"status"}, APPLY_REFUSALS),
+        (choice_sql.ASSIGN_FAILURE_FACTS.sql, choice, {"status", "assignee_id"}, ASSIGN_REFUSALS),
+        (choice_sql.APPLY_FAILURE_FACTS.sql, choice, {"status"}, APPLY_REFUSALS),
     )
     for statement, job_id, state, causes in reads:
         row = conn.execute(statement, {**params, "job_id": job_id}).fetchone()
@@ -64,12 +64,12 @@ def test_no_path_spells_a_cause_of_its_own() -> None:
     }
     assert {path: s for path, s in found.items() if s} == {}
     for statement in (
-        choice_sql.ASSIGN_JOB,
-        choice_sql.APPLY,
-        choice_sql.ASSIGN_FAILURE_FACTS,
-        choice_sql.APPLY_FAILURE_FACTS,
-        choice_sql.APPLICANTS,
-        choice_sql.BEST_APPLICANT,
+        choice_sql.ASSIGN_JOB.sql,
+        choice_sql.APPLY.sql,
+        choice_sql.ASSIGN_FAILURE_FACTS.sql,
+        choice_sql.APPLY_FAILURE_FACTS.sql,
+        choice_sql.APPLICANTS.sql,
+        choice_sql.BEST_APPLICANT.sql,
         jobs_sql.ACCEPT_FAILURE_FACTS.sql,
     ):
         assert "dispatch_holding(j, " in statement, statement
@@ -105,11 +105,11 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
     }  # fmt: skip
     seen["likely's candidates"] = bool(conn.execute(offers_sql.LIKELY_CANDIDATES, offer).fetchall())
     listed = conn.execute(
-        choice_sql.APPLICANTS,
+        choice_sql.APPLICANTS.sql,
         {"job_id": choice, "position_ids": [], "lats": [], "lngs": []},
     ).fetchall()
     seen["applicant list"] = [r["document"]["qualified"] for r in listed] == [True]
-    best = conn.execute(choice_sql.BEST_APPLICANT, {"job_id": choice}).fetchone()
+    best = conn.execute(choice_sql.BEST_APPLICANT.sql, {"job_id": choice}).fetchone()
     seen["auto-pick"] = best is not None and best["worker_id"] == WORKER
     change = {"lease_seconds": 600, "event_type": "job.assigned", "actor": WORKER, "version": None}
     for path, statement, params in (
@@ -117,7 +117,7 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
         ("accept", jobs_sql.ACCEPT_JOB.sql, {"job_id": first_come, "worker_id": WORKER, **KEY}),
         (
             "assign",
-            choice_sql.ASSIGN_JOB,
+            choice_sql.ASSIGN_JOB.sql,
             {"job_id": choice, "worker_id": WORKER, "business_id": "biz", **NO_KEY},
         ),
     ):
@@ -126,7 +126,7 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
             raise psycopg.Rollback()
     with conn.transaction():
         apply = {"job_id": choice, "worker_id": APPLIED, "note": None, **NO_KEY}
-        row = conn.execute(choice_sql.APPLY, apply).fetchone()
+        row = conn.execute(choice_sql.APPLY.sql, apply).fetchone()
         seen["apply"] = row is not None and row["allowed"]
         raise psycopg.Rollback()
     return seen

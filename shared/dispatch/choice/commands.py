@@ -5,7 +5,6 @@ Each change is one statement with its event; a change that matched nothing reads
 round's events (`offer_events`) and travel the outbox as every event does (dispatch.outbox:
 relayed right after the change commits, and by the relay's catch-up)."""
 
-from typing import Any
 from uuid import UUID
 
 from psycopg import errors
@@ -29,21 +28,26 @@ def apply(
     key: KeyedRequest | None = None,
 ) -> Application:
     """The worker's standing application (a repeat answers the same one, no second event)."""
-    params = {"job_id": job_id, "worker_id": worker_id, "note": note, **answering(key, 201)}
+    params: sql.ApplyParams = {
+        "job_id": job_id,
+        "worker_id": worker_id,
+        "note": note,
+        **answering(key, 201),
+    }
     row = _apply(conn, params)
     if row is not None and row["allowed"] and row["answer"] is None:
         # A repeat racing its own first, which committed after this statement began: once more,
         # it answers the standing application (and records the key with it).
         row = _apply(conn, params)
     if row is None or row["answer"] is None:
-        facts = conn.execute(sql.APPLY_FAILURE_FACTS, params).fetchone()
+        facts = sql.APPLY_FAILURE_FACTS.one(conn, params)
         raise DispatchError(rules.apply_refusal(facts))
     return Application.from_json(row["answer"])
 
 
-def _apply(conn: Connection, params: dict[str, Any]) -> dict[str, Any] | None:
+def _apply(conn: Connection, params: sql.ApplyParams) -> sql.Applied | None:
     try:
-        return conn.execute(sql.APPLY, params).fetchone()
+        return sql.APPLY.one(conn, params)
     except errors.CheckViolation as error:
         # Assigned or closed between our read of the job and the insert: the trigger decided.
         if error.diag.constraint_name not in (
@@ -57,7 +61,7 @@ def _apply(conn: Connection, params: dict[str, Any]) -> dict[str, Any] | None:
 def withdraw(conn: Connection, job_id: UUID, worker_id: str) -> None:
     """End the worker's application (again: nothing more to do). Never one's own held job."""
     with conn.transaction():
-        row = conn.execute(sql.WITHDRAW, {"job_id": job_id, "worker_id": worker_id}).fetchone()
+        row = sql.WITHDRAW.one(conn, {"job_id": job_id, "worker_id": worker_id})
     if row is None or row["holds"] is None or not row["applied"]:
         raise DispatchError(Code.NOT_FOUND)  # no such job, or never applied for it
     if row["holds"]:
@@ -78,7 +82,7 @@ def assign(
 ) -> Job:
     """Assign an applicant: the business (`chooser` is its id) or the auto-pick (`chooser` is
     AUTO_PICK, acting for `business_id`, with no version: it chooses on the row as it is)."""
-    params: dict[str, Any] = {
+    params: sql.AssignParams = {
         "job_id": job_id,
         "worker_id": worker_id,
         "business_id": business_id or chooser,
@@ -88,7 +92,7 @@ def assign(
         "actor": chooser,
     }
     try:
-        row = conn.execute(sql.ASSIGN_JOB, {**params, **answering(key, 200)}).fetchone()
+        row = sql.ASSIGN_JOB.one(conn, {**params, **answering(key, 200)})
     except errors.UniqueViolation as error:
         # The applicant took another job at the same instant: the one-live-job index decided.
         if error.diag.constraint_name == "jobs_one_live_job_per_worker":
@@ -102,32 +106,32 @@ def assign(
             raise DispatchError(Code.APPLICANT_BLOCKED) from error  # blocked at that instant
         raise
     if row is None:
-        facts = conn.execute(sql.ASSIGN_FAILURE_FACTS, params).fetchone()
+        facts = sql.ASSIGN_FAILURE_FACTS.one(conn, params)
         raise DispatchError(*rules.assign_refusal(facts))
     return Job.from_document(row["document"], row["answer"])
 
 
 def applicants(conn: Connection, caller: Caller, job_id: UUID) -> Applicants:
     """The job's current applicants, for its owner and ops (anyone else: NOT_FOUND)."""
-    params: dict[str, Any] = {
+    params: sql.ApplicantsOfParams = {
         "job_id": job_id,
         "business_id": caller.id,
         "ops": caller.has(Role.OPS),
     }
-    if conn.execute(sql.JOB_FOR_APPLICANTS, params).fetchone() is None:
+    if sql.JOB_FOR_APPLICANTS.one(conn, params) is None:
         raise DispatchError(Code.NOT_FOUND)
-    ids = [r["worker_id"] for r in conn.execute(sql.APPLICANT_IDS, params)]
+    ids = [r["worker_id"] for r in sql.APPLICANT_IDS.all(conn, {"job_id": job_id})]
     try:
         positions = locations.fresh_positions(ids) if ids else {}
     except CacheUnavailable:
         positions = {}  # distances are "when known": the list does not wait for Redis
-    rows = conn.execute(
-        sql.APPLICANTS,
+    rows = sql.APPLICANTS.all(
+        conn,
         {
-            **params,
+            "job_id": job_id,
             "position_ids": list(positions),
             "lats": [lat for lat, _ in positions.values()],
             "lngs": [lng for _, lng in positions.values()],
         },
-    ).fetchall()
+    )
     return Applicants(applications=[Applicant.from_document(row["document"]) for row in rows])

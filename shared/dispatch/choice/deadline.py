@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from psycopg.rows import DictRow
-
 from dispatch.choice import commands, sql
 from dispatch.db import Connection
 from dispatch.errors import DispatchError
@@ -37,7 +35,7 @@ def pass_deadlines(
     """Keep the deadlines that passed, a job at a time while `keep_going`; a job left is still
     due on the next pass."""
     picked = unfilled = 0
-    for job in conn.execute(sql.DUE_CHOICES, {"batch_size": batch_size}).fetchall():
+    for job in sql.DUE_CHOICES.all(conn, {"batch_size": batch_size}):
         if not keep_going():
             break
         if job["auto_pick"]:
@@ -45,17 +43,21 @@ def pass_deadlines(
             picked += outcome == "picked"
             if outcome != "nobody":
                 continue  # picked, or lost a race: the next pass looks again
-        params = {"job_id": job["id"], "version": job["version"], "actor": DEADLINE}
-        if conn.execute(sql.CHOICE_UNFILLED, params).fetchall():
+        params: sql.UnfilledParams = {
+            "job_id": job["id"],
+            "version": job["version"],
+            "actor": DEADLINE,
+        }
+        if sql.CHOICE_UNFILLED.all(conn, params):
             unfilled += 1
             relay.after_commit(conn, job["id"])  # its job.unfilled, now
     return DeadlineReport(picked, unfilled)
 
 
-def _pick(conn: Connection, job: DictRow) -> Literal["picked", "nobody", "lost"]:
+def _pick(conn: Connection, job: sql.DueChoice) -> Literal["picked", "nobody", "lost"]:
     """Assign the best applicant who can be assigned now. "lost": the assign lost a race (to
     the business's, or to the applicant's accept elsewhere)."""
-    best = conn.execute(sql.BEST_APPLICANT, {"job_id": job["id"]}).fetchone()
+    best = sql.BEST_APPLICANT.one(conn, {"job_id": job["id"]})
     if best is None:
         return "nobody"
     try:

@@ -8,13 +8,34 @@ may_assign by name and rules.assign_refusal names it. The database refuses the r
 writes: jobs_choice_goes_to_an_applicant, job_applications_only_while_choosing.
 """
 
-from typing import LiteralString
+from typing import Any, TypedDict
+from uuid import UUID
+
+from dispatch.db import Query
+from dispatch.idempotency import Answering
+from dispatch.jobs.sql import Change, JobAnswer
+
 
 # The assign: the accept's claim (status, assignee, lease cut at the window's end, version), on
 # the business's terms: the owner (a stranger hears NOT_FOUND), at the version it chose on (the
 # auto-pick sends none: it chooses on the row), and may_assign. Its job.assigned event names
 # who chose as the actor (the business, or the auto-pick).
-ASSIGN_JOB: LiteralString = """
+class AssignFactsParams(TypedDict):
+    job_id: UUID
+    worker_id: str
+    business_id: str
+    version: int | None
+
+
+class AssignParams(AssignFactsParams, Change):
+    lease_seconds: int
+
+
+class AssignJobParams(AssignParams, Answering):
+    pass
+
+
+ASSIGN_JOB: Query[AssignJobParams, JobAnswer] = Query("""
 WITH changed AS (
     UPDATE jobs AS j
        SET status = 'assigned',
@@ -41,10 +62,26 @@ WITH changed AS (
      WHERE %(key)s::text IS NOT NULL
 )
 SELECT * FROM answers
-"""
+""")
+
 
 # Only on the failure path: the job's state, the ownership and each cause of may_assign.
-ASSIGN_FAILURE_FACTS: LiteralString = """
+class AssignFacts(TypedDict):
+    status: str
+    assignee_id: str | None
+    owned: bool
+    choice: bool
+    claimable: bool
+    window_open: bool
+    at_version: bool
+    applicant: bool
+    not_blocked: bool
+    has_skills: bool
+    rated_enough: bool
+    worker_free: bool
+
+
+ASSIGN_FAILURE_FACTS: Query[AssignFactsParams, AssignFacts] = Query("""
 SELECT j.status, j.assignee_id,
        j.business_id = %(business_id)s AS owned,
        h.choice, h.claimable, h.window_open, h.at_version, h.applicant, h.not_blocked,
@@ -52,9 +89,10 @@ SELECT j.status, j.assignee_id,
   FROM jobs j
  CROSS JOIN LATERAL dispatch_holding(j, %(worker_id)s, %(version)s::integer) h
  WHERE j.id = %(job_id)s
-"""
+""")
 
 # -- applications ------------------------------------------------------------------------------
+
 
 # Apply: while dispatch_holding's may_apply holds (a business's choice, open, in its window,
 # qualified, not blocked: job_applications_not_from_blocked refuses the rest), one application
@@ -63,7 +101,21 @@ SELECT j.status, j.assignee_id,
 # apply (blocked since, or the job no longer open: refused).
 # The application and its event commit together, and given the caller's key, the key with its
 # answer (a refusal records nothing: its answer is stored as a business error's).
-APPLY: LiteralString = """
+class JobWorkerParams(TypedDict):
+    job_id: UUID
+    worker_id: str
+
+
+class ApplyParams(JobWorkerParams, Answering):
+    note: str | None
+
+
+class Applied(TypedDict):
+    allowed: bool
+    answer: str | None
+
+
+APPLY: Query[ApplyParams, Applied] = Query("""
 WITH job AS (
     SELECT j.id, j.version FROM jobs j
      WHERE j.id = %(job_id)s
@@ -96,22 +148,40 @@ WITH job AS (
      WHERE answer IS NOT NULL AND %(key)s::text IS NOT NULL
 )
 SELECT * FROM answers
-"""
+""")
+
 
 # Only on the failure path: the job's status and each cause of may_apply.
-APPLY_FAILURE_FACTS: LiteralString = """
+class ApplyFacts(TypedDict):
+    status: str
+    not_blocked: bool
+    choice: bool
+    open: bool
+    window_open: bool
+    has_skills: bool
+    rated_enough: bool
+
+
+APPLY_FAILURE_FACTS: Query[JobWorkerParams, ApplyFacts] = Query("""
 SELECT j.status,
        h.not_blocked, h.choice, h.open, h.window_open, h.has_skills, h.rated_enough
   FROM jobs j
  CROSS JOIN LATERAL dispatch_holding(j, %(worker_id)s) h
  WHERE j.id = %(job_id)s
-"""
+""")
+
 
 # Withdraw: the worker's standing application ends, with its event. Not by the worker holding
 # the job (they release it instead). FOR SHARE on the job: an assign of this worker that
 # commits first is seen here; one that comes later waits, then finds no application
 # (jobs_choice_goes_to_an_applicant reads the committed state).
-WITHDRAW: LiteralString = """
+class Withdrawn(TypedDict):
+    holds: bool | None
+    applied: bool
+    withdrawn: int
+
+
+WITHDRAW: Query[JobWorkerParams, Withdrawn] = Query("""
 WITH job AS (
     SELECT j.id, j.version, j.assignee_id IS NOT DISTINCT FROM %(worker_id)s AS holds
       FROM jobs j WHERE j.id = %(job_id)s
@@ -133,27 +203,61 @@ SELECT (SELECT holds FROM job) AS holds,
        EXISTS (SELECT 1 FROM job_applications a
                 WHERE a.job_id = %(job_id)s AND a.worker_id = %(worker_id)s) AS applied,
        (SELECT count(*) FROM withdrawn) AS withdrawn
-"""
+""")
 
 # -- the business's view -------------------------------------------------------------------
 
+
 # The job, when the caller may see its applicants: the owner, or ops.
-JOB_FOR_APPLICANTS: LiteralString = """
+class ApplicantsOfParams(TypedDict):
+    job_id: UUID
+    business_id: str
+    ops: bool
+
+
+class JobPlace(TypedDict):
+    id: UUID
+    lat: float
+    lng: float
+
+
+JOB_FOR_APPLICANTS: Query[ApplicantsOfParams, JobPlace] = Query("""
 SELECT j.id, j.lat, j.lng FROM jobs j
  WHERE j.id = %(job_id)s AND (%(ops)s OR j.business_id = %(business_id)s)
-"""
+""")
 
-APPLICANT_IDS: LiteralString = """
+
+class JobIdParams(TypedDict):
+    job_id: UUID
+
+
+class WorkerId(TypedDict):
+    worker_id: str
+
+
+APPLICANT_IDS: Query[JobIdParams, WorkerId] = Query("""
 SELECT a.worker_id FROM job_applications a
  WHERE a.job_id = %(job_id)s AND a.withdrawn_at IS NULL
-"""
+""")
+
 
 # Current applicants, earliest first, each with the record the business chooses on: the
 # rating, the distance from the fresh position Redis gave (%(positions)s: none when unknown),
 # completed jobs, jobs given back and leases that ran out on them (worker_records, kept by
 # triggers as they happen: one row per applicant, however long their history), and whether
 # they are free and qualified now (dispatch_holding).
-APPLICANTS: LiteralString = """
+class ApplicantsParams(TypedDict):
+    job_id: UUID
+    position_ids: list[str]
+    lats: list[float]
+    lngs: list[float]
+
+
+class Document(TypedDict):
+    document: dict[str, Any]
+
+
+APPLICANTS: Query[ApplicantsParams, Document] = Query("""
 SELECT row_to_json(listed) AS document
   FROM jobs j
   JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
@@ -180,14 +284,26 @@ SELECT row_to_json(listed) AS document
  WHERE j.id = %(job_id)s
    AND h.not_blocked  -- a worker the business blocked is not shown
  ORDER BY a.applied_at, a.worker_id
-"""
+""")
 
 # -- the deadline (dispatch.choice.deadline, run by the lease sweeper) -----------------------
+
 
 # Open choice jobs whose deadline passed, oldest deadline first (jobs_choice_due): every one
 # with auto_pick (an applicant may have become free since the last pass), the others until
 # their round's job.unfilled is written.
-DUE_CHOICES: LiteralString = """
+class DueChoicesParams(TypedDict):
+    batch_size: int
+
+
+class DueChoice(TypedDict):
+    id: UUID
+    version: int
+    business_id: str
+    auto_pick: bool | None
+
+
+DUE_CHOICES: Query[DueChoicesParams, DueChoice] = Query("""
 SELECT j.id, j.version, j.business_id, j.auto_pick
   FROM jobs j
  WHERE j.status = 'open' AND j.assignment = 'business_choice'
@@ -198,14 +314,14 @@ SELECT j.id, j.version, j.business_id, j.auto_pick
                           AND u.type = 'job.unfilled'))
  ORDER BY j.choose_by
  LIMIT %(batch_size)s
-"""
+""")
 
 # The auto-pick's choice: the best current applicant who can be assigned now (dispatch_holding's
 # may_assign, as ASSIGN_JOB then asks).
 # Best = the highest damped rating (an unrated worker counts as the prior every rating starts
 # from, 4.0), then the fewest jobs given back or vanished from (worker_records), then the
 # earliest application.
-BEST_APPLICANT: LiteralString = """
+BEST_APPLICANT: Query[JobIdParams, WorkerId] = Query("""
 SELECT a.worker_id
   FROM jobs j
   JOIN job_applications a ON a.job_id = j.id AND a.withdrawn_at IS NULL
@@ -218,11 +334,22 @@ SELECT a.worker_id
           coalesce(rec.released + rec.vanished, 0),
           a.applied_at, a.worker_id
  LIMIT 1
-"""
+""")
+
 
 # Nobody assigned by the deadline: job.unfilled, once per round, while the job is still open
 # at that version (the business may still assign later; workers may still apply).
-CHOICE_UNFILLED: LiteralString = """
+class UnfilledParams(TypedDict):
+    job_id: UUID
+    version: int
+    actor: str
+
+
+class EventId(TypedDict):
+    id: UUID
+
+
+CHOICE_UNFILLED: Query[UnfilledParams, EventId] = Query("""
 INSERT INTO offer_events (job_id, type, version, actor, data)
 SELECT j.id, 'job.unfilled', j.version, %(actor)s,
        jsonb_build_object(
@@ -238,4 +365,4 @@ SELECT j.id, 'job.unfilled', j.version, %(actor)s,
  WHERE j.id = %(job_id)s AND j.status = 'open' AND j.version = %(version)s
 ON CONFLICT (job_id, version) WHERE type = 'job.unfilled' DO NOTHING
 RETURNING id
-"""
+""")

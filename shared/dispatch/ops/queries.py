@@ -3,7 +3,7 @@
 import base64
 import hashlib
 from datetime import UTC, datetime
-from typing import Any
+from uuid import UUID
 
 from dispatch.db import Connection
 from dispatch.events import Event
@@ -28,8 +28,16 @@ LIVE = [status for status in JobStatus if status not in FINISHED_STATUSES]
 def jobs_in(conn: Connection, box: Box, statuses: list[JobStatus], limit: int) -> OpsJobs:
     """Jobs in the box with these statuses (finished ones: those that finished in the last
     hour), oldest first."""
-    rows = conn.execute(
-        sql.JOBS_IN_BOX, {**box.model_dump(), "statuses": list(statuses), "limit": limit}
+    rows = sql.JOBS_IN_BOX.all(
+        conn,
+        {
+            "statuses": list(statuses),
+            "min_lat": box.min_lat,
+            "max_lat": box.max_lat,
+            "min_lng": box.min_lng,
+            "max_lng": box.max_lng,
+            "limit": limit,
+        },
     )
     return OpsJobs(jobs=[Job.from_document(row["document"]) for row in rows])
 
@@ -37,7 +45,7 @@ def jobs_in(conn: Connection, box: Box, statuses: list[JobStatus], limit: int) -
 def workers_in(conn: Connection, box: Box, limit: int) -> OpsWorkers:
     """Fresh positions in the box (Redis, never Postgres), each idle or holding a live job."""
     found = locations.fresh_in_box(box.min_lng, box.min_lat, box.max_lng, box.max_lat, limit)
-    rows = conn.execute(sql.BUSY_WORKERS, {"ids": [worker_id for worker_id, *_ in found]})
+    rows = sql.BUSY_WORKERS.all(conn, {"ids": [worker_id for worker_id, *_ in found]})
     busy = {row["assignee_id"] for row in rows}
     return OpsWorkers(
         workers=[
@@ -76,19 +84,21 @@ def position_of(cursor: str) -> tuple[str, str]:
         raise ValueError("is not a cursor this server issued") from None
     if version != "v1" or not tx.isdigit() or check != _check(tx, event_id):
         raise ValueError("is not a cursor this server issued")
+    try:
+        UUID(event_id)  # what EVENTS_AFTER is sent (a checksum anyone may compute)
+    except ValueError:
+        raise ValueError("is not a cursor this server issued") from None
     return tx, event_id
 
 
 def events_after(conn: Connection, cursor: str | None, limit: int) -> EventPage:
     """Job and offer events in the order written, after the cursor (none: the newest page)."""
     if cursor is None:
-        rows = conn.execute(sql.NEWEST_EVENTS, {"limit": limit}).fetchall()
+        rows = sql.NEWEST_EVENTS.all(conn, {"limit": limit})
         last = ORIGIN
     else:
         last = position_of(cursor)
-        rows = conn.execute(
-            sql.EVENTS_AFTER, {"tx": last[0], "id": last[1], "limit": limit}
-        ).fetchall()
+        rows = sql.EVENTS_AFTER.all(conn, {"tx": last[0], "id": UUID(last[1]), "limit": limit})
     if rows:
         last = (rows[-1]["tx"], str(rows[-1]["id"]))
     return EventPage(
@@ -101,14 +111,15 @@ def events_after(conn: Connection, cursor: str | None, limit: int) -> EventPage:
 
 def summary(conn: Connection) -> Summary:
     counts = {status.value: 0 for status in JobStatus}
-    for row in conn.execute(sql.JOBS_BY_STATUS):
+    for row in sql.JOBS_BY_STATUS.all(conn, None):
         counts[row["status"]] = row["n"]
-    hour: dict[str, Any] = conn.execute(sql.LAST_HOUR).fetchone() or {}
+    hour = sql.LAST_HOUR.one(conn, None)
+    assert hour is not None  # a SELECT of aggregates only: one row, always
     return Summary(
         jobs_by_status=counts,
-        filled_last_hour=hour.get("filled", 0),
-        unfilled_last_hour=hour.get("unfilled", 0),
-        time_to_accept_last_hour_s=Percentiles(p50=hour.get("p50"), p90=hour.get("p90")),
-        leases_expiring_in_5_minutes=hour.get("expiring", 0),
+        filled_last_hour=hour["filled"],
+        unfilled_last_hour=hour["unfilled"],
+        time_to_accept_last_hour_s=Percentiles(p50=hour["p50"], p90=hour["p90"]),
+        leases_expiring_in_5_minutes=hour["expiring"],
         relay_lag_s=lag_seconds(conn),
     )

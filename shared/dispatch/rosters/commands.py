@@ -13,26 +13,26 @@ LISTED = 1000  # a roster longer than this is read in full by the waves, shown i
 
 
 def add(conn: Connection, business_id: str, worker_id: str, roster: RosterList) -> RosterEntry:
-    params = {"business_id": business_id, "worker_id": worker_id, "list": roster.value}
+    params: sql.OnListParams = {
+        "business_id": business_id,
+        "worker_id": worker_id,
+        "list": roster.value,
+    }
     statement = sql.ADD_FAVOURITE if roster is RosterList.FAVOURITE else sql.BLOCK
-    row = conn.execute(statement, params).fetchone()
+    row = statement.one(conn, params)
     if row is None:
-        row = conn.execute(sql.ON_LIST, params).fetchone()  # already on it (a repeat)
+        row = sql.ON_LIST.one(conn, params)  # already on it (a repeat)
         if row is None:
             raise DispatchError(Code.WORKER_BLOCKED)  # a favourite must be unblocked first
     return RosterEntry(worker_id=row["worker_id"], added_at=row["added_at"])
 
 
 def remove(conn: Connection, business_id: str, worker_id: str, roster: RosterList) -> None:
-    conn.execute(
-        sql.REMOVE, {"business_id": business_id, "worker_id": worker_id, "list": roster.value}
-    )
+    sql.REMOVE.run(conn, {"business_id": business_id, "worker_id": worker_id, "list": roster.value})
 
 
 def listed(conn: Connection, business_id: str, roster: RosterList) -> Favourites | Blocked:
-    rows = conn.execute(
-        sql.LIST, {"business_id": business_id, "list": roster.value, "limit": LISTED}
-    ).fetchall()
+    rows = sql.LIST.all(conn, {"business_id": business_id, "list": roster.value, "limit": LISTED})
     entries = [RosterEntry(worker_id=r["worker_id"], added_at=r["added_at"]) for r in rows]
     if roster is RosterList.FAVOURITE:
         return Favourites(favourites=entries)
@@ -47,8 +47,8 @@ def without_blocked(
         return near
     blocked = {
         r["worker_id"]
-        for r in conn.execute(
-            sql.BLOCKED_AMONG,
+        for r in sql.BLOCKED_AMONG.all(
+            conn,
             {"business_id": business_id, "worker_ids": [worker_id for worker_id, _ in near]},
         )
     }
@@ -56,7 +56,7 @@ def without_blocked(
 
 
 def favourites_of(conn: Connection, business_id: str) -> list[str]:
-    return [r["worker_id"] for r in conn.execute(sql.FAVOURITES, {"business_id": business_id})]
+    return [r["worker_id"] for r in sql.FAVOURITES.all(conn, {"business_id": business_id})]
 
 
 EARTH_M = 6371008.8  # the mean radius dispatch_distance_m uses
