@@ -228,7 +228,7 @@ def test_a_tally_halves_in_tau_ln2(conn: db.Connection, configure: Configure) ->
             " VALUES (4, 8, 2, now() - make_interval(secs => %s))",
             (tau * math.log(2),),
         )
-        (band,) = conn.execute(MARKET_ANSWERS, {"history_s": tau}).fetchall()
+        (band,) = conn.execute(MARKET_ANSWERS.sql, {"history_s": tau}).fetchall()
     assert (band["offers"], band["accepts"]) == (pytest.approx(4), pytest.approx(1))
     # Folded at that age, an answer weighs the same: a record is the same whenever folded.
     half = conn.execute(
@@ -266,7 +266,7 @@ def test_the_markets_fit_on_folded_answers_is_the_fit_on_the_recounted_ones(
     ).fetchall()
     time.sleep(SETTLE_S)
     assert market.fold(conn, settle_s=SETTLE_S) == 32
-    folded = conn.execute(MARKET_ANSWERS, {"history_s": 86400}).fetchall()
+    folded = conn.execute(MARKET_ANSWERS.sql, {"history_s": 86400}).fetchall()
     assert [b["band"] for b in folded] == [b["band"] for b in counted]
     for old, new in zip(counted, folded, strict=True):
         assert new["offers"] == pytest.approx(old["offers"], rel=1e-3)
@@ -316,7 +316,7 @@ def test_a_workers_record_reads_as_the_recount_did(
     }  # fmt: skip
     with conn.transaction():  # one now() for both reads, so the clock between them is not measured
         (old,) = conn.execute(OLD_LIKELY_CANDIDATES, params).fetchall()
-        (new,) = conn.execute(LIKELY_CANDIDATES, params).fetchall()
+        (new,) = conn.execute(LIKELY_CANDIDATES.sql, params).fetchall()
     assert (old["offers"], old["accepts"], old["releases"], old["leases_run_out"]) == (5, 2, 1, 1)
     for field in RECORD:
         assert new[field] == pytest.approx(float(old[field]), rel=1e-3, abs=1e-6), field
@@ -342,7 +342,7 @@ def test_more_answers_than_recent_are_scaled_to_recent(
         "silence_s": SILENCE_S, "settle_s": SETTLE_S, "half_m": 2500.0, "door": 0.6,
         "min_answers": 200,
     }  # fmt: skip
-    (row,) = conn.execute(LIKELY_CANDIDATES, params).fetchall()
+    (row,) = conn.execute(LIKELY_CANDIDATES.sql, params).fetchall()
     scaled = {"offers": 12, "accepts": 6, "declines": 3, "silences": 3, "releases": 1,
               "leases_run_out": 0.5, "expected": 7.5}  # fmt: skip
     for field, value in scaled.items():

@@ -74,7 +74,7 @@ def test_no_path_spells_a_cause_of_its_own() -> None:
     ):
         assert "dispatch_holding(j, " in statement, statement
     # The offers' candidates: dispatch_offerable (migration 0054), whose rule is may_hold.
-    for statement in (offers_sql.MAKE_OFFERS, offers_sql.LIKELY_CANDIDATES):
+    for statement in (offers_sql.MAKE_OFFERS.sql, offers_sql.LIKELY_CANDIDATES.sql):
         assert "dispatch_offerable(" in statement, statement
     offerable = (REPO_ROOT / "migrations" / "0054_offer_rules.sql").read_text()
     assert "dispatch_holding(j, c.worker_id) h\n WHERE h.may_hold" in offerable
@@ -103,7 +103,8 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
         "silence_s": 60, "settle_s": 60, "half_m": 2500.0, "door": 0.6, "min_answers": 200,
         "tie_band_m": 500.0, "size": 5, "wave": 1, "radius_m": 5000.0,
     }  # fmt: skip
-    seen["likely's candidates"] = bool(conn.execute(offers_sql.LIKELY_CANDIDATES, offer).fetchall())
+    candidates = conn.execute(offers_sql.LIKELY_CANDIDATES.sql, offer).fetchall()
+    seen["likely's candidates"] = bool(candidates)
     listed = conn.execute(
         choice_sql.APPLICANTS.sql,
         {"job_id": choice, "position_ids": [], "lats": [], "lngs": []},
@@ -113,7 +114,7 @@ def every_path(conn: Connection, first_come: Any, choice: Any) -> dict[str, bool
     seen["auto-pick"] = best is not None and best["worker_id"] == WORKER
     change = {"lease_seconds": 600, "event_type": "job.assigned", "actor": WORKER, "version": None}
     for path, statement, params in (
-        ("nearest's offers", offers_sql.MAKE_OFFERS, offer),
+        ("nearest's offers", offers_sql.MAKE_OFFERS.sql, offer),
         ("accept", jobs_sql.ACCEPT_JOB.sql, {"job_id": first_come, "worker_id": WORKER, **KEY}),
         (
             "assign",

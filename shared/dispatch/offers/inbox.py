@@ -19,7 +19,7 @@ OFFERS_SHOWN = 100  # the newest; a worker holds far fewer open offers at once
 
 
 def offers_of(conn: Connection, worker_id: str) -> Offers:
-    rows = conn.execute(sql.OFFERS_OF_WORKER, {"worker_id": worker_id, "limit": OFFERS_SHOWN})
+    rows = sql.OFFERS_OF_WORKER.all(conn, {"worker_id": worker_id, "limit": OFFERS_SHOWN})
     return Offers(offers=[Offer.from_document(row["document"]) for row in rows])
 
 
@@ -27,8 +27,13 @@ def decline(
     conn: Connection, job_id: UUID, worker_id: str, key: KeyedRequest | None = None
 ) -> Declined:
     declined = Declined(job_id=job_id)
-    params = {"job_id": job_id, "worker_id": worker_id, "answer": declined.to_json()}
-    found = conn.execute(sql.DECLINE, {**params, **answering(key, 200)}).fetchone()
+    params: sql.DeclineParams = {
+        "job_id": job_id,
+        "worker_id": worker_id,
+        "answer": declined.to_json(),
+        **answering(key, 200),
+    }
+    found = sql.DECLINE.one(conn, params)
     if not (found and found["found"]):
         raise DispatchError(Code.NOT_FOUND)
     return declined
@@ -38,7 +43,7 @@ def next_wave_if_all_declined(conn: Connection, job_id: UUID) -> WaveRequest | N
     """The wave to send now, when every worker offered in the round's latest wave declined."""
     if not offer_settings().offer_next_wave_on_declines:
         return None
-    row = conn.execute(sql.WAVE_ALL_DECLINED, {"job_id": job_id}).fetchone()
+    row = sql.WAVE_ALL_DECLINED.one(conn, {"job_id": job_id})
     if row is None:
         return None
     return WaveRequest(job_id=job_id, version=row["version"], wave=row["wave"] + 1)

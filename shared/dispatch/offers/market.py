@@ -30,7 +30,7 @@ from dispatch.config.offer_policy import offer_policy_settings
 from dispatch.config.offers import offer_settings
 from dispatch.config.sweeper import sweeper_settings
 from dispatch.db import Connection
-from dispatch.offers.sql import FOLD_ANSWERS, MARKET_ANSWERS, SAVE_MARKET
+from dispatch.offers import sql
 
 HALVES_M = tuple(400 * 1.08**k for k in range(49))  # 400 m .. 16 km
 BAND_M = 250  # answers are counted in distance bands this wide
@@ -94,8 +94,8 @@ def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None)
     (`sql.FOLD_ANSWERS`), at most `batch`; how many it folded. `settle_s`: the product's
     (`settle_seconds`) unless a loader of finished history says otherwise."""
     s = offer_policy_settings()
-    row = conn.execute(
-        FOLD_ANSWERS,
+    row = sql.FOLD_ANSWERS.one(
+        conn,
         {
             "band_m": BAND_M,
             "batch": batch,
@@ -106,22 +106,22 @@ def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None)
             "door": s.offer_prior_accept,
             "min_answers": s.offer_market_min_answers,
         },
-    ).fetchone()
+    )
     assert row is not None
-    return int(row["folded"])
+    return row["folded"]
 
 
 def refit(conn: Connection) -> bool:
     """Fit the market's curve to the folded answers and save it; whether it did (too few
     answers: not). The sweeper's "market curve" duty, every `offer_market_refit_seconds`."""
     s = offer_policy_settings()
-    rows = conn.execute(MARKET_ANSWERS, {"history_s": s.offer_history_seconds}).fetchall()
+    rows = sql.MARKET_ANSWERS.all(conn, {"history_s": s.offer_history_seconds})
     bands = [Band((r["band"] + 0.5) * BAND_M, r["offers"], r["accepts"]) for r in rows]
     curve = fit(bands, s.offer_half_distance_m)
     if curve is None:
         return False
-    conn.execute(
-        SAVE_MARKET,
+    sql.SAVE_MARKET.run(
+        conn,
         {"door": curve.door, "half_distance_m": curve.half_distance_m, "answers": curve.answers},
     )
     return True

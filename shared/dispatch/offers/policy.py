@@ -48,13 +48,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
 from dispatch.config.offer_policy import OfferPolicySettings, offer_policy_settings
 from dispatch.config.offers import OfferSettings, Wave, offer_settings
 from dispatch.db import Connection
+from dispatch.models import to_json
+from dispatch.offers import sql
 from dispatch.offers.market import near, settle_seconds
-from dispatch.offers.sql import LIKELY_CANDIDATES, MAKE_CHOSEN_OFFERS
 
 # A new worker's rating (workers.rating's prior: five ratings of 4.0) when the job asks none.
 NEUTRAL_RATING = 4.0
@@ -201,15 +200,18 @@ def choose(
     return chosen
 
 
-def make_offers(conn: Connection, params: dict[str, Any]) -> int:
+def make_offers(conn: Connection, params: sql.MakeOffersParams) -> int:
     """The wave's offers under this policy, inside the wave's transaction (`params`: the
     seed's MAKE_OFFERS parameters). Returns how many were made."""
     s = offer_policy_settings()
     knobs = Knobs.of(offer_settings(), s)
-    rows = conn.execute(
-        LIKELY_CANDIDATES,
+    rows = sql.LIKELY_CANDIDATES.all(
+        conn,
         {
-            **params,
+            "job_id": params["job_id"],
+            "version": params["version"],
+            "worker_ids": params["worker_ids"],
+            "distances": params["distances"],
             "pool": s.offer_pool,
             "recent": s.offer_history_offers,
             "history_s": s.offer_history_seconds,
@@ -219,15 +221,14 @@ def make_offers(conn: Connection, params: dict[str, Any]) -> int:
             "door": knobs.prior_accept,
             "min_answers": s.offer_market_min_answers,
         },
-    ).fetchall()
+    )
     if not rows:
         return 0
     # The market's curve as the statement read it (dispatch.offers.market), or the configured.
     knobs = replace(
         knobs, half_distance_m=rows[0]["market_half_m"], prior_accept=rows[0]["market_door"]
     )
-    fields = Candidate.__dataclass_fields__
-    candidates = [Candidate(**{k: v for k, v in row.items() if k in fields}) for row in rows]
+    candidates = [candidate(row) for row in rows]
     min_rating = params["min_rating"]
     chosen = choose(
         candidates,
@@ -236,14 +237,34 @@ def make_offers(conn: Connection, params: dict[str, Any]) -> int:
         min_rating=None if min_rating is None else float(min_rating),
         round_declines=int(rows[0]["round_declines"]),
     )
-    return len(
-        conn.execute(
-            MAKE_CHOSEN_OFFERS,
-            {
-                **params,
-                "worker_ids": [c.worker_id for c in chosen],
-                "distances": [c.distance_m for c in chosen],
-                "why": [Jsonb(c.why) for c in chosen],
-            },
-        ).fetchall()
+    made = sql.MAKE_CHOSEN_OFFERS.all(
+        conn,
+        {
+            "job_id": params["job_id"],
+            "version": params["version"],
+            "wave": params["wave"],
+            "radius_m": params["radius_m"],
+            "worker_ids": [c.worker_id for c in chosen],
+            "distances": [c.distance_m for c in chosen],
+            "why": [to_json(c.why) for c in chosen],
+        },
+    )
+    return len(made)
+
+
+def candidate(row: sql.LikelyCandidate) -> Candidate:
+    """A candidate as sql.LIKELY_CANDIDATES read them."""
+    return Candidate(
+        worker_id=row["worker_id"],
+        distance_m=row["distance_m"],
+        rating=row["rating"],
+        offers=row["offers"],
+        accepts=row["accepts"],
+        declines=row["declines"],
+        silences=row["silences"],
+        releases=row["releases"],
+        leases_run_out=row["leases_run_out"],
+        expected=row["expected"],
+        answer_s=row["answer_s"],
+        since_accept_s=row["since_accept_s"],
     )

@@ -1,40 +1,79 @@
 """The SQL of offer rounds, one statement per step, each with the rule it keeps."""
 
-from typing import LiteralString
+from typing import Any, TypedDict
+from uuid import UUID
+
+from dispatch.db import Query
+from dispatch.idempotency import Answering
+
+
+class RoundParams(TypedDict):
+    """A round of offers: the job and the version whose event opened the round."""
+
+    job_id: UUID
+    version: int
+
+
+class Document(TypedDict):
+    document: dict[str, Any]
+
 
 # The job, if it is still open in this round.
-OPEN_JOB: LiteralString = """
+OPEN_JOB: Query[RoundParams, Document] = Query("""
 SELECT dispatch_job_json(j) AS document FROM jobs j
  WHERE j.id = %(job_id)s AND j.status = 'open' AND j.version = %(version)s
    AND j.window_end > now()
-"""
+""")
 # The same, holding the row (FOR SHARE) until commit: an accept that commits first leaves
 # nothing to lock; one that comes later waits for the offers to commit
 # (job_offers_only_while_open, the database's own guard, locks the same way).
-LOCK_OPEN_JOB: LiteralString = """
+LOCK_OPEN_JOB: Query[RoundParams, Document] = Query("""
 SELECT dispatch_job_json(j) AS document FROM jobs j
  WHERE j.id = %(job_id)s AND j.status = 'open' AND j.version = %(version)s
    AND j.window_end > now()
    FOR SHARE
-"""
+""")
+
 
 # A wave runs once per round: its row is the proof (offer_waves primary key).
-START_WAVE: LiteralString = """
+class WaveParams(RoundParams):
+    wave: int
+
+
+class StartedWave(TypedDict):
+    wave: int
+
+
+START_WAVE: Query[WaveParams, StartedWave] = Query("""
 INSERT INTO offer_waves (job_id, job_version, wave)
 VALUES (%(job_id)s, %(version)s, %(wave)s)
 ON CONFLICT DO NOTHING
 RETURNING wave
-"""
+""")
 
 # Who may be offered the job in this round is one rule, in SQL: dispatch_offerable (migration
 # 0054: whoever may hold it by dispatch_holding's may_hold, never offered or declined this job,
 # not its holder just before this round), from the candidates (nearest first, from Redis), for
 # every policy (dispatch.offers.policy).
 
+
 # The seed's policy (`nearest`): the offerable candidates nearest first, rating breaking ties
 # within a band; each chosen worker gets one job_offers row (job_offers_once_per_worker) and
 # one offer.created event, which says why (`why`: the distance, the ratings, the rank).
-MAKE_OFFERS: LiteralString = """
+class MakeOffersParams(WaveParams):
+    worker_ids: list[str]
+    distances: list[float]
+    size: int
+    radius_m: int
+    min_rating: float | None
+    tie_band_m: int
+
+
+class Made(TypedDict):
+    id: UUID
+
+
+MAKE_OFFERS: Query[MakeOffersParams, Made] = Query("""
 WITH chosen AS (
     SELECT c.worker_id, c.distance_m, c.rating,
            row_number() OVER (ORDER BY floor(c.distance_m / %(tie_band_m)s),
@@ -51,7 +90,7 @@ WITH chosen AS (
 INSERT INTO offer_events (job_id, type, version, occurred_at, data)
 SELECT %(job_id)s, 'offer.created', %(version)s, o.created_at,
        jsonb_build_object('worker_id', o.worker_id, 'distance_m', round(o.distance_m::numeric, 1),
-                          'wave', %(wave)s, 'radius_m', %(radius_m)s,
+                          'wave', %(wave)s, 'radius_m', %(radius_m)s::integer,
                           'job', (SELECT dispatch_job_summary(j) FROM jobs j
                                    WHERE j.id = %(job_id)s),
                           'why', jsonb_build_object(
@@ -60,34 +99,53 @@ SELECT %(job_id)s, 'offer.created', %(version)s, o.created_at,
                               'rating', c.rating, 'min_rating', %(min_rating)s::float8))
   FROM offered o JOIN chosen c USING (worker_id)
 RETURNING id
-"""
+""")
 
 # How a worker answered an offer (decline, accept, silence or pending; what became of an
 # accept; how long it took) is one rule, in SQL: dispatch_offer_answer (migration 0054), read
 # by the records folded once (FOLD_ANSWERS) and by a worker's offers since (LIKELY_CANDIDATES).
 
+
 # The market's answers by distance band (%(band_m)s wide): how many answered offers, and how
 # many said yes, folded once (FOLD_ANSWERS) and decayed to now. The sweeper fits the market's
 # curve to them (dispatch.offers.market). A few dozen rows, however long history grows.
-MARKET_ANSWERS: LiteralString = """
+class HistoryParams(TypedDict):
+    history_s: int
+
+
+class MarketBand(TypedDict):
+    band: int
+    offers: float
+    accepts: float
+
+
+MARKET_ANSWERS: Query[HistoryParams, MarketBand] = Query("""
 SELECT b.band, dispatch_decayed(b.offers, b.as_of, now(), %(history_s)s) AS offers,
        dispatch_decayed(b.accepts, b.as_of, now(), %(history_s)s) AS accepts
   FROM offer_market_bands b
  ORDER BY b.band
-"""
+""")
+
 
 # The market's curve, one row (offer_market_one_row), replaced by each fit.
-SAVE_MARKET: LiteralString = """
+class SaveMarketParams(TypedDict):
+    door: float
+    half_distance_m: float
+    answers: int
+
+
+SAVE_MARKET: Query[SaveMarketParams, None] = Query("""
 INSERT INTO offer_market (door, half_distance_m, answers)
 VALUES (%(door)s, %(half_distance_m)s, %(answers)s)
 ON CONFLICT (id) DO UPDATE
    SET door = excluded.door, half_distance_m = excluded.half_distance_m,
        answers = excluded.answers, fitted_at = now()
-"""
+""")
 
 # The market's curve the `likely` policy reads offers with is one rule, in SQL:
 # dispatch_market_curve (migration 0054: offer_market's once fit on %(min_answers)s answers,
 # else the configured %(half_m)s and %(door)s; one row, planned as one).
+
 
 # Each offer's answer folded once, into records kept as they change (migration 0048): the
 # market's by distance band (offer_market_bands, %(band_m)s wide) and each worker's
@@ -101,7 +159,27 @@ ON CONFLICT (id) DO UPDATE
 # complete). Each answer by dispatch_offer_answer (one rule); one still `pending` then was overtaken
 # (the job changed before the silence ran out) and is passed over, as the counts always did.
 # `expected` reads each offer with the market's curve standing now (dispatch_market_curve).
-FOLD_ANSWERS: LiteralString = """
+class CurveParams(HistoryParams):
+    """The market's curve's parameters (dispatch_market_curve) and the answers' (silence,
+    settling, decay)."""
+
+    half_m: float
+    door: float
+    min_answers: int
+    silence_s: float
+    settle_s: int
+
+
+class FoldParams(CurveParams):
+    band_m: int
+    batch: int
+
+
+class Folded(TypedDict):
+    folded: int
+
+
+FOLD_ANSWERS: Query[FoldParams, Folded] = Query("""
 WITH cursor AS (
     SELECT greatest(f.last_offer_id,
                     dispatch_uuid7_floor(now() - make_interval(secs => %(history_s)s))) AS after
@@ -180,7 +258,8 @@ WITH cursor AS (
      WHERE EXISTS (SELECT 1 FROM r)
 )
 SELECT count(*) AS folded FROM r
-"""
+""")
+
 
 # The `likely` policy's view of the nearest %(pool)s qualified candidates: what each did with
 # their offers (dispatch_offer_answer), each answer weighted by its age (exp(-age / %(history_s)s)):
@@ -194,7 +273,32 @@ SELECT count(*) AS folded FROM r
 # `expected` is how many yeses their offers' distances alone would predict (1 / (1 + (d /
 # half)^2) each), so that a worker offered far jobs is not taken for a worker who says no.
 # `round_declines`: the declines this job already had in this round.
-LIKELY_CANDIDATES: LiteralString = """
+class LikelyParams(RoundParams, CurveParams):
+    worker_ids: list[str]
+    distances: list[float]
+    pool: int
+    recent: int
+
+
+class LikelyCandidate(TypedDict):
+    worker_id: str
+    distance_m: float
+    rating: float | None
+    offers: float
+    accepts: float
+    declines: float
+    silences: float
+    releases: float
+    leases_run_out: float
+    expected: float
+    answer_s: float | None
+    since_accept_s: float | None
+    market_half_m: float
+    market_door: float
+    round_declines: int
+
+
+LIKELY_CANDIDATES: Query[LikelyParams, LikelyCandidate] = Query("""
 WITH curve AS (
     SELECT * FROM dispatch_market_curve(%(half_m)s::float8, %(door)s::float8,
                                         %(min_answers)s::integer)
@@ -274,12 +378,20 @@ SELECT q.worker_id, q.distance_m, q.rating,
                    greatest(wa.last_accept_at, live.last_accept_at) AS last_accept_at) o
  ) h
  ORDER BY q.distance_m
-"""
+""")
+
 
 # The `likely` policy's choice, written like the seed's: one job_offers row per chosen worker
 # (job_offers_once_per_worker) and one offer.created event, which also records why the worker
 # was chosen (their ranking inputs, %(why)s, in the chosen order).
-MAKE_CHOSEN_OFFERS: LiteralString = """
+class MakeChosenParams(WaveParams):
+    worker_ids: list[str]
+    distances: list[float]
+    why: list[str]
+    radius_m: int
+
+
+MAKE_CHOSEN_OFFERS: Query[MakeChosenParams, Made] = Query("""
 WITH chosen AS (
     SELECT * FROM unnest(%(worker_ids)s::text[], %(distances)s::float8[], %(why)s::jsonb[])
         AS c(worker_id, distance_m, why)
@@ -291,25 +403,31 @@ WITH chosen AS (
 INSERT INTO offer_events (job_id, type, version, occurred_at, data)
 SELECT %(job_id)s, 'offer.created', %(version)s, o.created_at,
        jsonb_build_object('worker_id', o.worker_id, 'distance_m', round(o.distance_m::numeric, 1),
-                          'wave', %(wave)s, 'radius_m', %(radius_m)s,
+                          'wave', %(wave)s, 'radius_m', %(radius_m)s::integer,
                           'job', (SELECT dispatch_job_summary(j) FROM jobs j
                                    WHERE j.id = %(job_id)s),
                           'why', c.why)
   FROM offered o JOIN chosen c USING (worker_id)
 RETURNING id
-"""
+""")
+
 
 # The final check: the job is still open in this round after every wave (one per round:
 # offer_events_one_unfilled_per_round). Not for a job the business chooses for: it is open
 # by design until its deadline, which tells it instead (dispatch.choice.deadline).
-UNFILLED: LiteralString = """
+class UnfilledParams(RoundParams):
+    waves: int
+
+
+UNFILLED: Query[UnfilledParams, None] = Query("""
 INSERT INTO offer_events (job_id, type, version, data)
 SELECT %(job_id)s, 'job.unfilled', %(version)s,
-       jsonb_build_object('waves', %(waves)s,
+       jsonb_build_object('waves', %(waves)s::integer,
                           'offered', (SELECT count(*) FROM job_offers
                                        WHERE job_id = %(job_id)s AND job_version = %(version)s))
  WHERE (SELECT assignment FROM jobs WHERE id = %(job_id)s) = 'first_come'
-"""
+""")
+
 
 # Rounds that stalled: the job is still open at the version whose event opened the round
 # (%(opening)s, already on the bus: the publisher started the round), its window has not ended,
@@ -320,7 +438,21 @@ SELECT %(job_id)s, 'job.unfilled', %(version)s,
 # sweeper sends its next wave again, and once per stall period only (RECORD_RESUMED): a resend
 # still waiting in a busy queue is not resent on every pass. A message that is only late does
 # no harm: a wave runs once per round (offer_waves primary key).
-STALLED_ROUNDS: LiteralString = """
+class StalledParams(TypedDict):
+    opening: list[str]
+    waves: int
+    stalled_s: int
+    limit: int
+
+
+class StalledRound(TypedDict):
+    job_id: UUID
+    version: int
+    last_wave: int | None
+    offer_first_to: str | None
+
+
+STALLED_ROUNDS: Query[StalledParams, StalledRound] = Query("""
 SELECT j.id AS job_id, j.version, w.wave AS last_wave,
        opened.data ->> 'offer_first_to' AS offer_first_to
   FROM jobs j
@@ -335,23 +467,37 @@ SELECT j.id AS job_id, j.version, w.wave AS last_wave,
        < now() - make_interval(secs => %(stalled_s)s)
  ORDER BY greatest(w.ran_at, r.resumed_at, opened.published_at)
  LIMIT %(limit)s
-"""
+""")
+
+
 # The rounds whose next wave the offer queue took from the sweeper (only those: an entry the
 # queue refused is resent on the next pass), one row per round, so that STALLED_ROUNDS waits
 # a stall period before it resends the same round.
-RECORD_RESUMED: LiteralString = """
+class ResumedParams(TypedDict):
+    job_ids: list[UUID]
+    versions: list[int]
+    waves: list[int]
+
+
+RECORD_RESUMED: Query[ResumedParams, None] = Query("""
 INSERT INTO offer_rounds_resumed (job_id, job_version, wave)
 SELECT * FROM unnest(%(job_ids)s::uuid[], %(versions)s::integer[], %(waves)s::integer[])
     ON CONFLICT (job_id, job_version) DO UPDATE SET wave = excluded.wave, resumed_at = now()
-"""
+""")
 
 # -- a worker's side ---------------------------------------------------------------------------
+
 
 # The caller's offers whose job is still open in that round (and still takeable: its window
 # has not ended, the worker did not decline it), newest first, as offer.created carried them,
 # written in the model's field order (models.Offer). Read back only to the oldest open job's
 # posting (jobs_open_since, migration 0047): an older offer's job is no longer open.
-OFFERS_OF_WORKER: LiteralString = """
+class OffersOfWorkerParams(TypedDict):
+    worker_id: str
+    limit: int
+
+
+OFFERS_OF_WORKER: Query[OffersOfWorkerParams, Document] = Query("""
 SELECT row_to_json(offer) AS document
   FROM job_offers o
   JOIN jobs j ON j.id = o.job_id
@@ -366,12 +512,23 @@ SELECT row_to_json(offer) AS document
                     WHERE d.job_id = o.job_id AND d.worker_id = o.worker_id)
  ORDER BY o.created_at DESC
  LIMIT %(limit)s
-"""
+""")
+
 
 # "No" to a job, whether it was offered or only seen nearby: never offered to them again.
 # Given the caller's key, the key with its answer (%(answer)s, made before: it says only which
 # job was declined) when there was a job to decline.
-DECLINE: LiteralString = """
+class DeclineParams(Answering):
+    job_id: UUID
+    worker_id: str
+    answer: str
+
+
+class Found(TypedDict):
+    found: bool
+
+
+DECLINE: Query[DeclineParams, Found] = Query("""
 WITH job AS (SELECT id FROM jobs WHERE id = %(job_id)s),
 declined AS (
     INSERT INTO job_declines (job_id, worker_id) SELECT id, %(worker_id)s FROM job
@@ -384,11 +541,21 @@ declined AS (
      WHERE %(key)s::text IS NOT NULL
 )
 SELECT EXISTS (SELECT 1 FROM job) AS found
-"""
+""")
+
 
 # The round's latest wave, when every worker offered in it has declined: the next wave need
 # not wait out the interval.
-WAVE_ALL_DECLINED: LiteralString = """
+class JobIdParams(TypedDict):
+    job_id: UUID
+
+
+class LatestWave(TypedDict):
+    version: int
+    wave: int
+
+
+WAVE_ALL_DECLINED: Query[JobIdParams, LatestWave] = Query("""
 SELECT j.version, w.wave
   FROM jobs j
   JOIN LATERAL (SELECT max(ow.wave) AS wave FROM offer_waves ow
@@ -400,4 +567,4 @@ SELECT j.version, w.wave
                     WHERE o.job_id = j.id AND o.job_version = j.version AND o.wave = w.wave
                       AND NOT EXISTS (SELECT 1 FROM job_declines d
                                        WHERE d.job_id = o.job_id AND d.worker_id = o.worker_id))
-"""
+""")

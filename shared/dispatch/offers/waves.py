@@ -25,18 +25,9 @@ from dispatch.errors import CacheUnavailable
 from dispatch.events import Event
 from dispatch.jobs.models import JobEventType
 from dispatch.observability import count, logger
-from dispatch.offers import policy
+from dispatch.offers import policy, sql
 from dispatch.offers.models import WaveRequest as WaveRequest  # the offer queue's message
 from dispatch.offers.rounds import sqs_schedule, sqs_schedule_all
-from dispatch.offers.sql import (
-    LOCK_OPEN_JOB,
-    MAKE_OFFERS,
-    OPEN_JOB,
-    RECORD_RESUMED,
-    STALLED_ROUNDS,
-    START_WAVE,
-    UNFILLED,
-)
 from dispatch.outbox import relay
 from dispatch.rosters import commands as rosters
 from dispatch.workers import locations
@@ -96,15 +87,15 @@ def resume_stalled_rounds(
     s = offer_settings()
     if not s.offer_queue_url:
         return ResumeReport(0, 0)
-    rows = conn.execute(
-        STALLED_ROUNDS,
+    rows = sql.STALLED_ROUNDS.all(
+        conn,
         {
             "opening": [t.value for t in OPENING_EVENTS],
             "waves": len(s.offer_waves),
             "stalled_s": s.offer_wave_interval_seconds + STALLED_AFTER_S,
             "limit": limit,
         },
-    ).fetchall()
+    )
     stalled = [
         WaveRequest(
             job_id=row["job_id"],
@@ -121,8 +112,8 @@ def resume_stalled_rounds(
             break
         sent = sqs_schedule_all(stalled[start : start + SEND_BATCH], 0)
         if sent:
-            conn.execute(
-                RECORD_RESUMED,
+            sql.RECORD_RESUMED.run(
+                conn,
                 {
                     "job_ids": [r.job_id for r in sent],
                     "versions": [r.version for r in sent],
@@ -155,8 +146,8 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule) -> Wave
     radius_m = wave.radius_m  # how far the wave looks (`likely` may look further: policy.reach_m)
     if request.wave and offer_settings().offer_policy == "likely":
         radius_m = policy.reach_m(waves, request.wave, offer_settings().offer_reach_waves)
-    params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
-    job = conn.execute(OPEN_JOB, params).fetchone()
+    params: sql.RoundParams = {"job_id": request.job_id, "version": request.version}
+    job = sql.OPEN_JOB.one(conn, params)
     if job is None:  # taken (or cancelled) since the round began: the round is over
         return WaveReport(0, scheduled=False)
     near = (
@@ -167,19 +158,15 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule) -> Wave
     near = rosters.without_blocked(conn, job["document"]["business_id"], near)
     offered = 0
     with conn.transaction():
-        job = conn.execute(LOCK_OPEN_JOB, params).fetchone()
-        if (
-            job is not None
-            and conn.execute(START_WAVE, {**params, "wave": request.wave}).fetchone()
-        ):
-            choice = {
+        job = sql.LOCK_OPEN_JOB.one(conn, params)
+        if job is not None and sql.START_WAVE.one(conn, {**params, "wave": request.wave}):
+            choice: sql.MakeOffersParams = {
                 **params,
                 "wave": request.wave,
                 "size": wave.size,
                 "radius_m": radius_m,
                 "worker_ids": [worker_id for worker_id, _ in near],
                 "distances": [distance for _, distance in near],
-                "skills": job["document"]["skills"],
                 "min_rating": job["document"]["min_rating"],
                 "tie_band_m": TIE_BAND_M,
             }
@@ -187,7 +174,7 @@ def run_wave(conn: Connection, request: WaveRequest, schedule: Schedule) -> Wave
             if offer_settings().offer_policy == "likely":
                 offered = policy.make_offers(conn, choice)
             else:
-                offered = len(conn.execute(MAKE_OFFERS, choice).fetchall())
+                offered = len(sql.MAKE_OFFERS.all(conn, choice))
     # The offers' events, now (and a redelivered wave's, whose first run died before this).
     relay.after_commit(conn, request.job_id)
     if job is not None:
@@ -237,14 +224,13 @@ def _positions_near(
 
 
 def _final_check(conn: Connection, request: WaveRequest, waves: int) -> WaveReport:
-    params: dict[str, Any] = {"job_id": request.job_id, "version": request.version}
+    params: sql.RoundParams = {"job_id": request.job_id, "version": request.version}
     unfilled = False
     with conn.transaction():
-        if (
-            conn.execute(LOCK_OPEN_JOB, params).fetchone()
-            and conn.execute(START_WAVE, {**params, "wave": request.wave}).fetchone()
+        if sql.LOCK_OPEN_JOB.one(conn, params) and sql.START_WAVE.one(
+            conn, {**params, "wave": request.wave}
         ):
-            unfilled = conn.execute(UNFILLED, {**params, "waves": waves}).rowcount == 1
+            unfilled = sql.UNFILLED.run(conn, {**params, "waves": waves}) == 1
     if unfilled:
         count("JobsUnfilled")
     relay.after_commit(conn, request.job_id)  # its job.unfilled, now (or a redelivery's)
