@@ -143,7 +143,7 @@ def claim_floor(conn: db.Connection, attempt: Attempt) -> int:
         return 200
     conn.execute(jobs_sql.ACCEPT_FAILURE_FACTS.sql, params).fetchone()
     body = LOST_BODY
-    conn.execute(idempotency.CLAIM_KEY_WITH_ANSWER, {**params, "status": 409, "body": body})
+    conn.execute(idempotency.CLAIM_KEY_WITH_ANSWER.sql, {**params, "status": 409, "body": body})
     return 409
 
 

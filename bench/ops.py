@@ -182,7 +182,7 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
     def summary() -> None:
         conn.execute(sql.JOBS_BY_STATUS.sql).fetchall()
         conn.execute(sql.LAST_HOUR.sql).fetchone()
-        conn.execute(RELAY_LAG).fetchone()
+        conn.execute(RELAY_LAG.sql).fetchone()
 
     return {"jobs": jobs, "workers": workers, "events": events, "summary": summary}
 

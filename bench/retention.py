@@ -73,7 +73,7 @@ def pick_seconds(conn: db.Connection) -> float:
     times = []
     for _ in range(5):
         began = time.perf_counter()
-        conn.execute(retention.RETIRABLE_JOBS, {"hot_days": 30, "batch_size": 500}).fetchall()
+        conn.execute(retention.RETIRABLE_JOBS.sql, {"hot_days": 30, "batch_size": 500}).fetchall()
         times.append(time.perf_counter() - began)
     return median(times)
 

@@ -23,39 +23,69 @@ from typing import Any, TypedDict
 
 from psycopg import errors
 
-from dispatch.db import Connection
+from dispatch.db import Connection, Query
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.models import ID_FIELDS, Resource, to_json
+
+
+class KeyParams(TypedDict):
+    principal: str
+    key: str
+
+
+class TryKeyParams(KeyParams):
+    fingerprint: str
+
+
+class ClaimKeyParams(TryKeyParams):
+    status: int
+    body: str
+
 
 # A business error's answer, stored after the command changed nothing (its statement
 # matched nothing, or failed and undid itself). A key another request holds fails it on
 # idempotency_keys_pkey, and that request's answer is replayed. A plain INSERT: ON CONFLICT
 # DO NOTHING would insert speculatively, 48 more bytes of WAL for every lost race.
-CLAIM_KEY_WITH_ANSWER = """
+CLAIM_KEY_WITH_ANSWER: Query[ClaimKeyParams, None] = Query("""
 INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body)
 VALUES (%(principal)s, %(key)s, %(fingerprint)s, %(status)s, %(body)s)
-"""
+""")
 
 # Whether a twin still running holds the key, asked when a keyed statement waited too long on
 # another row (the change's own row, which a twin takes before it records the key): the key
 # tried without waiting (NO_LOCK_WAIT: 1 ms), in a transaction rolled back whatever it finds.
-NO_LOCK_WAIT = "SET LOCAL lock_timeout = 1"
-TRY_KEY = """
+NO_LOCK_WAIT: Query[None, None] = Query("SET LOCAL lock_timeout = 1")
+TRY_KEY: Query[TryKeyParams, None] = Query("""
 INSERT INTO idempotency_keys (principal, key, fingerprint)
 VALUES (%(principal)s, %(key)s, %(fingerprint)s)
-"""
+""")
 
-STORED_ANSWER = """
+
+class StoredAnswer(TypedDict):
+    """A key's row; its answer (status and body, written together) None while it has none."""
+
+    fingerprint: str
+    status_code: int | None
+    body: str | None
+
+
+STORED_ANSWER: Query[KeyParams, StoredAnswer] = Query("""
 SELECT fingerprint, status_code, body FROM idempotency_keys
 WHERE principal = %(principal)s AND key = %(key)s
-"""
+""")
+
+
+class ExpireKeysParams(TypedDict):
+    hours: int
+    limit: int
+
 
 # Keys past their TTL leave a batch at a time (%(limit)s), the oldest first through
 # idempotency_keys_created_at. The batch is chosen once (ARRAY(...)), so it is its size however
 # many keys are due: one DELETE of every due key held the sweeper's pass for as long as a
 # backlog took (jobs/sql.py REOPEN_EXPIRED says why not a joined sub-query). Rows by ctid: a
 # key past its TTL is never written again, so its row stays where it was chosen.
-EXPIRE_KEYS = """
+EXPIRE_KEYS: Query[ExpireKeysParams, None] = Query("""
 DELETE FROM idempotency_keys
  WHERE ctid = ANY(ARRAY(
        SELECT ctid FROM idempotency_keys
@@ -63,7 +93,7 @@ DELETE FROM idempotency_keys
         ORDER BY created_at
         LIMIT %(limit)s
           FOR UPDATE SKIP LOCKED))
-"""
+""")
 
 
 @dataclass(frozen=True)
@@ -183,15 +213,15 @@ def _waited_on_a_key(error: errors.LockNotAvailable) -> bool:
 def _held_by_a_twin(conn: Connection, request: KeyedRequest) -> bool:
     """Whether the key is held by a request still running (or was answered since: a retry
     replays it), after a keyed statement timed out waiting on a row other than the key's."""
-    params = {
+    params: TryKeyParams = {
         "principal": request.principal,
         "key": request.key,
         "fingerprint": request.fingerprint,
     }
     try:
         with conn.transaction(force_rollback=True):
-            conn.execute(NO_LOCK_WAIT)
-            conn.execute(TRY_KEY, params)
+            NO_LOCK_WAIT.run(conn, None)
+            TRY_KEY.run(conn, params)
     except (errors.LockNotAvailable, errors.UniqueViolation):
         return True
     return False
@@ -204,8 +234,8 @@ def _error_json(error: DispatchError, request: KeyedRequest) -> str:
 def _store_business_error(conn: Connection, request: KeyedRequest, error: DispatchError) -> Answer:
     body = _error_json(error, request)
     try:
-        conn.execute(
-            CLAIM_KEY_WITH_ANSWER,
+        CLAIM_KEY_WITH_ANSWER.run(
+            conn,
             {
                 "principal": request.principal,
                 "key": request.key,
@@ -222,10 +252,8 @@ def _store_business_error(conn: Connection, request: KeyedRequest, error: Dispat
 
 
 def _replay(conn: Connection, request: KeyedRequest) -> Answer:
-    row = conn.execute(
-        STORED_ANSWER, {"principal": request.principal, "key": request.key}
-    ).fetchone()
-    if row is None or row["status_code"] is None:
+    row = STORED_ANSWER.one(conn, {"principal": request.principal, "key": request.key})
+    if row is None or row["status_code"] is None or row["body"] is None:
         # Expired between the failed insert and this read: ask for a retry.
         raise DispatchError(Code.REQUEST_IN_PROGRESS)
     if row["fingerprint"] != request.fingerprint:
@@ -235,10 +263,13 @@ def _replay(conn: Connection, request: KeyedRequest) -> Answer:
 
 def answered(conn: Connection, request: KeyedRequest) -> Answer | None:
     """The stored answer of exactly this request (same caller, key and fingerprint), if any."""
-    row = conn.execute(
-        STORED_ANSWER, {"principal": request.principal, "key": request.key}
-    ).fetchone()
-    if row is None or row["status_code"] is None or row["fingerprint"] != request.fingerprint:
+    row = STORED_ANSWER.one(conn, {"principal": request.principal, "key": request.key})
+    if (
+        row is None
+        or row["status_code"] is None
+        or row["body"] is None
+        or row["fingerprint"] != request.fingerprint
+    ):
         return None
     return Answer(row["status_code"], row["body"], replayed=True)
 
@@ -253,8 +284,7 @@ def expire(
     calls this within its share of the pass); what is left goes on the next pass."""
     removed = 0
     while True:
-        params = {"hours": older_than_hours, "limit": batch_size}
-        batch = conn.execute(EXPIRE_KEYS, params).rowcount
+        batch = EXPIRE_KEYS.run(conn, {"hours": older_than_hours, "limit": batch_size})
         removed += batch
         if batch < batch_size or not keep_going():
             return removed

@@ -20,20 +20,32 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, LiteralString
+from typing import Any, TypedDict
+from uuid import UUID
 
 from psycopg import errors
 
 from dispatch.config.retention import retention_settings
-from dispatch.db import Connection
+from dispatch.db import Connection, Query
 from dispatch.observability import logger
+
+
+class RetirableParams(TypedDict):
+    hot_days: int
+    batch_size: int
+
+
+class Retirable(TypedDict):
+    id: UUID
+    updated_at: datetime
+
 
 # The oldest finished jobs past the hot retention (%(hot_days)s since their last change) whose
 # job and offer events are all on the bus: the outbox never loses an event to the archive
 # (events_deleted_only_when_published) and no open or held job leaves
 # (jobs_deleted_only_when_finished). In updated_at order through jobs_recently_finished, so a
 # batch reads its %(batch_size)s jobs and no more however many wait.
-RETIRABLE_JOBS: LiteralString = """
+RETIRABLE_JOBS: Query[RetirableParams, Retirable] = Query("""
 SELECT j.id, j.updated_at
   FROM jobs j
  WHERE dispatch_finished(j.status)
@@ -44,11 +56,21 @@ SELECT j.id, j.updated_at
                     WHERE e.job_id = j.id AND e.published_at IS NULL)
  ORDER BY j.updated_at  -- the index's order alone: a tie-break would sort every tied job
  LIMIT %(batch_size)s
-"""
+""")
+
+
+class LeftParams(TypedDict):
+    hot_days: int
+    cap: int
+
+
+class Left(TypedDict):
+    left: int
+
 
 # How many jobs wait still, counted up to %(cap)s (the run's metric; a count of every old job
 # would read the whole backlog every hour).
-RETIRABLE_LEFT: LiteralString = """
+RETIRABLE_LEFT: Query[LeftParams, Left] = Query("""
 SELECT count(*) AS left FROM (
     SELECT 1
       FROM jobs j
@@ -59,50 +81,118 @@ SELECT count(*) AS left FROM (
        AND NOT EXISTS (SELECT 1 FROM offer_events e
                         WHERE e.job_id = j.id AND e.published_at IS NULL)
      LIMIT %(cap)s) waiting
-"""
+""")
+
+
+class JobIdsParams(TypedDict):
+    ids: list[UUID]
+
+
+class Exported(TypedDict):
+    row: dict[str, Any]
+
 
 # Every row of the batch's jobs (%(ids)s), table by table, as the archive keeps them. Each
 # table a job's history lives in is here; tests/integration/test_retention.py fails when a
 # table with a job_id is added and not here.
-EXPORTS: dict[str, LiteralString] = {
-    "jobs": "SELECT to_jsonb(t) AS row FROM jobs t WHERE t.id = ANY(%(ids)s) ORDER BY t.id",
-    "job_events": """SELECT to_jsonb(t) AS row FROM job_events t
-                      WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.version""",
-    "offer_events": """SELECT to_jsonb(t) AS row FROM offer_events t
-                        WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.id""",
-    "job_offers": """SELECT to_jsonb(t) AS row FROM job_offers t
-                      WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.id""",
-    "offer_waves": """SELECT to_jsonb(t) AS row FROM offer_waves t
-                       WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.job_version, t.wave""",
-    "job_declines": """SELECT to_jsonb(t) AS row FROM job_declines t
-                        WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.worker_id""",
-    "job_applications": """SELECT to_jsonb(t) AS row FROM job_applications t
-                            WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.worker_id""",
-    # The evidence's rows (the objects stay in the photo bucket, under its own lifecycle).
-    "photos": """SELECT to_jsonb(p) AS row FROM photos p
-                  WHERE p.id IN (SELECT j.before_photo_id FROM jobs j WHERE j.id = ANY(%(ids)s)
-                                 UNION
-                                 SELECT j.after_photo_id FROM jobs j WHERE j.id = ANY(%(ids)s))
-                  ORDER BY p.id""",
+EXPORT_JOBS: Query[JobIdsParams, Exported] = Query(
+    "SELECT to_jsonb(t) AS row FROM jobs t WHERE t.id = ANY(%(ids)s) ORDER BY t.id"
+)
+EXPORT_JOB_EVENTS: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(t) AS row FROM job_events t
+ WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.version
+""")
+EXPORT_OFFER_EVENTS: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(t) AS row FROM offer_events t
+ WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.id
+""")
+EXPORT_JOB_OFFERS: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(t) AS row FROM job_offers t
+ WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.id
+""")
+EXPORT_OFFER_WAVES: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(t) AS row FROM offer_waves t
+ WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.job_version, t.wave
+""")
+EXPORT_JOB_DECLINES: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(t) AS row FROM job_declines t
+ WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.worker_id
+""")
+EXPORT_JOB_APPLICATIONS: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(t) AS row FROM job_applications t
+ WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.worker_id
+""")
+# The evidence's rows (the objects stay in the photo bucket, under its own lifecycle).
+EXPORT_PHOTOS: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(p) AS row FROM photos p
+ WHERE p.id IN (SELECT j.before_photo_id FROM jobs j WHERE j.id = ANY(%(ids)s)
+                UNION
+                SELECT j.after_photo_id FROM jobs j WHERE j.id = ANY(%(ids)s))
+ ORDER BY p.id
+""")
+EXPORTS: dict[str, Query[JobIdsParams, Exported]] = {
+    "jobs": EXPORT_JOBS,
+    "job_events": EXPORT_JOB_EVENTS,
+    "offer_events": EXPORT_OFFER_EVENTS,
+    "job_offers": EXPORT_JOB_OFFERS,
+    "offer_waves": EXPORT_OFFER_WAVES,
+    "job_declines": EXPORT_JOB_DECLINES,
+    "job_applications": EXPORT_JOB_APPLICATIONS,
+    "photos": EXPORT_PHOTOS,
 }
+
+
+class PhotoIdsParams(TypedDict):
+    photo_ids: list[UUID]
+
+
+class DeleteParams(JobIdsParams, PhotoIdsParams):
+    """What every delete of a batch is given (each takes its own of the two)."""
+
 
 # Exactly the exported rows go, children before their job (the foreign keys), the job's photos
 # last, unless another job holds one too (jobs_by_before_photo, jobs_by_after_photo). In the
 # batch's snapshot a row added since is not seen, so not deleted: its foreign key then refuses
 # the job's delete and the batch rolls back.
-DELETES: dict[str, LiteralString] = {
-    "job_events": "DELETE FROM job_events WHERE job_id = ANY(%(ids)s)",
-    "offer_events": "DELETE FROM offer_events WHERE job_id = ANY(%(ids)s)",
-    "job_offers": "DELETE FROM job_offers WHERE job_id = ANY(%(ids)s)",
-    "offer_waves": "DELETE FROM offer_waves WHERE job_id = ANY(%(ids)s)",
-    "job_declines": "DELETE FROM job_declines WHERE job_id = ANY(%(ids)s)",
-    "job_applications": "DELETE FROM job_applications WHERE job_id = ANY(%(ids)s)",
-    "jobs": "DELETE FROM jobs WHERE id = ANY(%(ids)s)",
-    "photos": """DELETE FROM photos p
-                  WHERE p.id = ANY(%(photo_ids)s)
-                    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.before_photo_id = p.id)
-                    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.after_photo_id = p.id)""",
+DELETE_JOB_EVENTS: Query[JobIdsParams, None] = Query(
+    "DELETE FROM job_events WHERE job_id = ANY(%(ids)s)"
+)
+DELETE_OFFER_EVENTS: Query[JobIdsParams, None] = Query(
+    "DELETE FROM offer_events WHERE job_id = ANY(%(ids)s)"
+)
+DELETE_JOB_OFFERS: Query[JobIdsParams, None] = Query(
+    "DELETE FROM job_offers WHERE job_id = ANY(%(ids)s)"
+)
+DELETE_OFFER_WAVES: Query[JobIdsParams, None] = Query(
+    "DELETE FROM offer_waves WHERE job_id = ANY(%(ids)s)"
+)
+DELETE_JOB_DECLINES: Query[JobIdsParams, None] = Query(
+    "DELETE FROM job_declines WHERE job_id = ANY(%(ids)s)"
+)
+DELETE_JOB_APPLICATIONS: Query[JobIdsParams, None] = Query(
+    "DELETE FROM job_applications WHERE job_id = ANY(%(ids)s)"
+)
+DELETE_JOBS: Query[JobIdsParams, None] = Query("DELETE FROM jobs WHERE id = ANY(%(ids)s)")
+DELETE_PHOTOS: Query[PhotoIdsParams, None] = Query("""
+DELETE FROM photos p
+ WHERE p.id = ANY(%(photo_ids)s)
+   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.before_photo_id = p.id)
+   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.after_photo_id = p.id)
+""")
+DELETES: dict[str, Query[JobIdsParams, None] | Query[PhotoIdsParams, None]] = {
+    "job_events": DELETE_JOB_EVENTS,
+    "offer_events": DELETE_OFFER_EVENTS,
+    "job_offers": DELETE_JOB_OFFERS,
+    "offer_waves": DELETE_OFFER_WAVES,
+    "job_declines": DELETE_JOB_DECLINES,
+    "job_applications": DELETE_JOB_APPLICATIONS,
+    "jobs": DELETE_JOBS,
+    "photos": DELETE_PHOTOS,
 }
+
+
+# The batch's one transaction reads one snapshot (the module's note).
+REPEATABLE_READ: Query[None, None] = Query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
 
 class ArchiveMismatch(Exception):
@@ -144,14 +234,12 @@ def _lines(rows: dict[str, list[Any]]) -> bytes:
 def archive_batch(conn: Connection, s3: Any, bucket: str, hot_days: int, batch_size: int) -> Batch:
     """One batch: exported, then deleted, in one transaction (see the module's note)."""
     with conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        due = conn.execute(
-            RETIRABLE_JOBS, {"hot_days": hot_days, "batch_size": batch_size}
-        ).fetchall()
+        REPEATABLE_READ.run(conn, None)
+        due = RETIRABLE_JOBS.all(conn, {"hot_days": hot_days, "batch_size": batch_size})
         if not due:
             return Batch(None, 0)
         ids = [row["id"] for row in due]
-        rows = {table: [r["row"] for r in conn.execute(query, {"ids": ids})] for table, query
+        rows = {table: [r["row"] for r in query.all(conn, {"ids": ids})] for table, query
                 in EXPORTS.items()}  # fmt: skip
         key = archive_key(ids, due[0]["updated_at"])
         s3.put_object(
@@ -163,8 +251,9 @@ def archive_batch(conn: Connection, s3: Any, bucket: str, hot_days: int, batch_s
         )
         photo_ids = [row["id"] for row in rows["photos"]]
         deleted: dict[str, int] = {}
+        params: DeleteParams = {"ids": ids, "photo_ids": photo_ids}
         for table, statement in DELETES.items():
-            deleted[table] = conn.execute(statement, {"ids": ids, "photo_ids": photo_ids}).rowcount
+            deleted[table] = statement.run(conn, params)
             exported = len(rows[table])
             # Every exported row goes (a photo another job holds stays): no more, no fewer.
             if deleted[table] > exported or (table != "photos" and deleted[table] != exported):
@@ -198,7 +287,7 @@ def retire(
         rows += sum(batch.rows.values())
         if batch.jobs < s.retention_batch_size:
             break
-    left = conn.execute(
-        RETIRABLE_LEFT, {"hot_days": s.retention_hot_days, "cap": 10 * s.retention_batch_size}
-    ).fetchone()
+    left = RETIRABLE_LEFT.one(
+        conn, {"hot_days": s.retention_hot_days, "cap": 10 * s.retention_batch_size}
+    )
     return RetentionReport(jobs, rows, batches, int(left["left"]) if left else 0, conflicts)

@@ -11,19 +11,46 @@ made: directly, through RDS Proxy, or through PgBouncer in transaction pooling.
 """
 
 import json
+from typing import TypedDict
 
 from psycopg import sql
 from pydantic import SecretStr
 
 from dispatch.config.migration import migration_settings
-from dispatch.db import Connection
+from dispatch.db import Connection, Query
 
 APP_ROLE = "dispatch_app"
 ARCHIVIST_ROLE = "dispatch_archivist"
 
 
+class RoleParams(TypedDict):
+    role: str
+
+
+class Found(TypedDict):
+    """Nothing of the row is read: only whether there is one."""
+
+
+ROLE_EXISTS: Query[RoleParams, Found] = Query("SELECT 1 FROM pg_roles WHERE rolname = %(role)s")
+
+
+class RoleSettings(TypedDict):
+    settings: list[str]
+
+
+ROLE_SETTINGS: Query[RoleParams, RoleSettings] = Query("""
+SELECT coalesce(s.setconfig, '{}') AS settings
+  FROM pg_roles r
+  LEFT JOIN pg_db_role_setting s
+         ON s.setrole = r.oid
+        AND s.setdatabase = (SELECT oid FROM pg_database
+                              WHERE datname = current_database())
+ WHERE r.rolname = %(role)s
+""")
+
+
 def exists(conn: Connection, role: str = APP_ROLE) -> bool:
-    return conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is not None
+    return ROLE_EXISTS.one(conn, {"role": role}) is not None
 
 
 def configure(
@@ -82,15 +109,6 @@ def _password(secret_arn: str | None, plain: SecretStr | None) -> str | None:
 
 def timeouts_of(conn: Connection, role: str = APP_ROLE) -> dict[str, str]:
     """The role's settings in this database, as Postgres keeps them (for tests and ops)."""
-    row = conn.execute(
-        """SELECT coalesce(s.setconfig, '{}') AS settings
-             FROM pg_roles r
-             LEFT JOIN pg_db_role_setting s
-                    ON s.setrole = r.oid
-                   AND s.setdatabase = (SELECT oid FROM pg_database
-                                         WHERE datname = current_database())
-            WHERE r.rolname = %s""",
-        (role,),
-    ).fetchone()
+    row = ROLE_SETTINGS.one(conn, {"role": role})
     found = row["settings"] if row else []
     return dict(item.split("=", 1) for item in found)

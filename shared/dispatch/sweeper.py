@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, LiteralString
+from typing import Any, TypedDict
 
 from dispatch import idempotency
 from dispatch.choice import deadline
@@ -29,7 +29,7 @@ from dispatch.config import settings
 from dispatch.config.offer_policy import offer_policy_settings
 from dispatch.config.offers import offer_settings
 from dispatch.config.sweeper import sweeper_settings
-from dispatch.db import Connection
+from dispatch.db import Connection, Query
 from dispatch.jobs import commands
 from dispatch.jobs.models import Job
 from dispatch.observability import count, logger
@@ -99,14 +99,26 @@ DUTIES = (
 # What became of each duty in a pass (SweepReport.duties, the "sweep duties" log line).
 RAN, NOT_DUE, CUT_SHORT, FAILED = "ran", "not due", "cut short", "failed"
 
+
+class LastRun(TypedDict):
+    now: datetime
+    duty: str | None  # None: no duty ran yet (the one row is the clock's)
+    ran_at: datetime | None
+
+
+class DutyRun(TypedDict):
+    duty: str
+    ran_at: datetime
+
+
 # The scheduled duties' last runs to their end, and the pass's start by the database's clock.
-LAST_RUNS: LiteralString = """
+LAST_RUNS: Query[None, LastRun] = Query("""
 SELECT n.now, d.duty, d.ran_at FROM (SELECT now() AS now) n LEFT JOIN sweep_duties d ON true
-"""
-RECORD_RUN: LiteralString = """
+""")
+RECORD_RUN: Query[DutyRun, None] = Query("""
 INSERT INTO sweep_duties (duty, ran_at) VALUES (%(duty)s, %(ran_at)s)
 ON CONFLICT (duty) DO UPDATE SET ran_at = excluded.ran_at
-"""
+""")
 
 
 @dataclass(frozen=True)
@@ -148,7 +160,7 @@ def sweep(conn: Connection, keep_going: Callable[[], bool] = lambda: True) -> Sw
     """
     p = _Pass(conn, keep_going)
     p.leases()
-    rows = conn.execute(LAST_RUNS).fetchall()
+    rows = LAST_RUNS.all(conn, None)
     began: datetime = rows[0]["now"]
     last_runs = {r["duty"]: r["ran_at"] for r in rows if r["duty"] is not None}
     for duty in DUTIES:
@@ -232,7 +244,7 @@ class _Pass:
         self.cut_short += cut
         self.outcomes[duty.name] = CUT_SHORT if cut else RAN
         if every != EVERY_PASS and not cut:
-            self.conn.execute(RECORD_RUN, {"duty": duty.name, "ran_at": began})
+            RECORD_RUN.run(self.conn, {"duty": duty.name, "ran_at": began})
 
 
 def _due(every: float, began: datetime, last_run: datetime | None) -> bool:

@@ -257,7 +257,7 @@ def test_who_hears_an_event_is_read_by_index_at_100k_connections(
     params = {"workers": ["worker-bulk-7"], "job_event": True, "job_id": job["id"], "version": 1}
     plan = "\n".join(
         row["QUERY PLAN"]
-        for row in conn.execute("EXPLAIN " + push_sql.RECIPIENTS, params).fetchall()
+        for row in conn.execute("EXPLAIN " + push_sql.RECIPIENTS.sql, params).fetchall()
     )
     assert "Seq Scan on push_connections" not in plan, plan
     heard = {r.connection_id for r in connections.recipients(conn, created)}

@@ -80,7 +80,7 @@ def offered_and_declined(conn: db.Connection, job_id: str, who: str) -> None:
 
 def rows_of(conn: db.Connection, job_ids: list[str]) -> dict[str, list[Any]]:
     return {
-        table: [r["row"] for r in conn.execute(query, {"ids": job_ids})]
+        table: [r["row"] for r in conn.execute(query.sql, {"ids": job_ids})]
         for table, query in SNAPSHOT.items()
     }
 

@@ -7,5 +7,5 @@ from dispatch.outbox import sql
 
 def lag_seconds(conn: Connection) -> float:
     """Age of the oldest event not yet on the bus (0 when none waits): the outbox lag."""
-    row = conn.execute(sql.RELAY_LAG).fetchone()
+    row = sql.RELAY_LAG.one(conn, None)
     return float(row["seconds"]) if row else 0.0

@@ -46,9 +46,9 @@ def publish_up_to(
     repeats are harmless (bus consumers dedupe, a wave runs once). A failure stops here: the
     later events wait for the retry, so the bus never sees an event before an earlier one of
     its job."""
-    rows = conn.execute(
-        sql.UNPUBLISHED_UP_TO, {"job_ids": list(heads), "versions": list(heads.values())}
-    ).fetchall()
+    rows = sql.UNPUBLISHED_UP_TO.all(
+        conn, {"job_ids": list(heads), "versions": list(heads.values())}
+    )
     events = [Event.from_json(row["body"]) for row in rows]
     published: list[Event] = []
     try:
@@ -58,7 +58,7 @@ def publish_up_to(
             if then is not None:
                 for event in batch:
                     then(event)
-            conn.execute(sql.MARK_PUBLISHED, {"ids": [event.id for event in batch]})
+            sql.MARK_PUBLISHED.run(conn, {"ids": [event.id for event in batch]})
             published.extend(batch)
     finally:
         announce(published)

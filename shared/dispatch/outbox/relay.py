@@ -71,15 +71,16 @@ def relay_once(
     time) ends the sending sooner than the claim would: the caller's own time running out
     (a Lambda's timeout would cut a pass between its sends and its marks)."""
     s = outbox_settings()
-    rows = conn.execute(
-        sql.CLAIM_UNPUBLISHED if job_id is None else sql.CLAIM_UNPUBLISHED_OF_JOB,
-        {
-            "job_id": job_id,
-            "batch_size": s.relay_batch_size,
-            "claim_seconds": s.relay_claim_seconds,
-            "resend_seconds": s.relay_resend_seconds,
-        },
-    ).fetchall()
+    params: sql.ClaimParams = {
+        "batch_size": s.relay_batch_size,
+        "claim_seconds": s.relay_claim_seconds,
+        "resend_seconds": s.relay_resend_seconds,
+    }
+    rows = (
+        sql.CLAIM_UNPUBLISHED.all(conn, params)
+        if job_id is None
+        else sql.CLAIM_UNPUBLISHED_OF_JOB.all(conn, {**params, "job_id": job_id})
+    )
     if not rows:
         return RelayReport(0, 0)
     deadline = time.monotonic() + s.relay_claim_seconds * SENDING_SHARE_OF_CLAIM
@@ -94,16 +95,16 @@ def relay_once(
     return RelayReport(len(messages), len(sent))
 
 
-def _mark(conn: Connection, marks: dict[str, list[UUID]]) -> None:
+def _mark(conn: Connection, marks: sql.MarkRelayedParams) -> None:
     """Record the pass on its own connection, or on a fresh one when that one died meanwhile
     (a pass is never done again because its last statement lost its connection)."""
     try:
-        conn.execute(sql.MARK_RELAYED, marks)
+        sql.MARK_RELAYED.run(conn, marks)
     except psycopg.OperationalError:
         if not (conn.closed or conn.broken):
             raise
         with db.connect() as fresh:
-            fresh.execute(sql.MARK_RELAYED, marks)
+            sql.MARK_RELAYED.run(fresh, marks)
 
 
 def catch_up(

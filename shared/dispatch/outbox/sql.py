@@ -8,7 +8,11 @@ second event for the same change impossible. Offer events are written by their o
 statements (the offers, the applications, the choice) in the same transaction as their change.
 """
 
-from typing import LiteralString
+from datetime import datetime
+from typing import TypedDict
+from uuid import UUID
+
+from dispatch.db import Query
 
 # -- delivery -------------------------------------------------------------------------------
 # "Published" means on the bus, and only the publisher says so (published_at). The relay sends
@@ -33,9 +37,27 @@ from typing import LiteralString
 # shows it (dispatch_event), written by Postgres, with what orders it among its job's events
 # (`offer`: from offer_events).
 
+
+class ClaimParams(TypedDict):
+    batch_size: int
+    claim_seconds: float
+    resend_seconds: float
+
+
+class Claimed(TypedDict):
+    """A claimed event, as dispatch.outbox.relay.Message takes it."""
+
+    id: UUID
+    job_id: UUID
+    version: int
+    offer: bool
+    occurred_at: datetime
+    body: str
+
+
 # The catch-up: oldest first, through the partial indexes of unpublished events
 # (job_events_unpublished, offer_events_unpublished_since).
-CLAIM_UNPUBLISHED: LiteralString = """
+CLAIM_UNPUBLISHED: Query[ClaimParams, Claimed] = Query("""
 WITH picked_job AS (
     SELECT id, job_id, version, occurred_at FROM job_events
      WHERE dispatch_relay_due(published_at, occurred_at, relayed_at, relay_claimed_until,
@@ -72,11 +94,16 @@ WITH picked_job AS (
               dispatch_event(offer_events)::text AS body
 )
 SELECT * FROM claimed_job UNION ALL SELECT * FROM claimed_offer
-"""
+""")
+
+
+class ClaimOfJobParams(ClaimParams):
+    job_id: UUID
+
 
 # Right after a writer commits: that job's events only, through (job_id, version) and
 # offer_events_unpublished (job_id), in the job's order.
-CLAIM_UNPUBLISHED_OF_JOB: LiteralString = """
+CLAIM_UNPUBLISHED_OF_JOB: Query[ClaimOfJobParams, Claimed] = Query("""
 WITH picked_job AS (
     SELECT id, job_id, version, occurred_at FROM job_events
      WHERE dispatch_relay_due(published_at, occurred_at, relayed_at, relay_claimed_until,
@@ -115,11 +142,17 @@ WITH picked_job AS (
               dispatch_event(offer_events)::text AS body
 )
 SELECT * FROM claimed_job UNION ALL SELECT * FROM claimed_offer
-"""
+""")
+
+
+class MarkRelayedParams(TypedDict):
+    sent: list[UUID]
+    claimed: list[UUID]
+
 
 # The end of a pass: what SQS took is relayed; every claim of the pass is let go (of either
 # table: ids are uuids, one table's never another's).
-MARK_RELAYED = """
+MARK_RELAYED: Query[MarkRelayedParams, None] = Query("""
 WITH job AS (
     UPDATE job_events
        SET relayed_at = CASE WHEN id = ANY(%(sent)s) THEN now() ELSE relayed_at END,
@@ -130,13 +163,23 @@ UPDATE offer_events
    SET relayed_at = CASE WHEN id = ANY(%(sent)s) THEN now() ELSE relayed_at END,
        relay_claimed_until = NULL
  WHERE id = ANY(%(claimed)s)
-"""
+""")
+
 
 # The publisher: each job's events not yet on the bus, up to the version its message announced
 # (one job or a batch's), job by job, each in the job's order (a version exists only once every
 # earlier one committed: the job's row lock serialises its changes; offer events of a version
 # are written while the job is at it).
-UNPUBLISHED_UP_TO = """
+class UnpublishedUpToParams(TypedDict):
+    job_ids: list[UUID]
+    versions: list[int]
+
+
+class Body(TypedDict):
+    body: str
+
+
+UNPUBLISHED_UP_TO: Query[UnpublishedUpToParams, Body] = Query("""
 WITH heads AS (
     SELECT * FROM unnest(%(job_ids)s::uuid[], %(versions)s::int[]) AS h(job_id, version)
 )
@@ -153,20 +196,30 @@ SELECT body FROM (
      WHERE o.published_at IS NULL
 ) pending
  ORDER BY job_id, version, offer, occurred_at, id
-"""
+""")
+
+
+class IdsParams(TypedDict):
+    ids: list[UUID]
+
 
 # The one mark of "on the bus", for events of either table.
-MARK_PUBLISHED = """
+MARK_PUBLISHED: Query[IdsParams, None] = Query("""
 WITH job AS (
     UPDATE job_events SET published_at = now() WHERE id = ANY(%(ids)s) AND published_at IS NULL
 )
 UPDATE offer_events SET published_at = now() WHERE id = ANY(%(ids)s) AND published_at IS NULL
-"""
+""")
+
+
+class Lag(TypedDict):
+    seconds: float
+
 
 # Age of the oldest event not yet on the bus, of either table: the outbox lag.
-RELAY_LAG = """
+RELAY_LAG: Query[None, Lag] = Query("""
 SELECT coalesce(extract(epoch FROM now() - least(
            (SELECT min(occurred_at) FROM job_events WHERE published_at IS NULL),
            (SELECT min(occurred_at) FROM offer_events WHERE published_at IS NULL))), 0)::float
        AS seconds
-"""
+""")

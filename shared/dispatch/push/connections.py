@@ -23,8 +23,8 @@ def connect(
     roles: Iterable[str],
     token_expires_at: datetime,
 ) -> None:
-    conn.execute(
-        sql.CONNECT,
+    sql.CONNECT.run(
+        conn,
         {
             "connection_id": connection_id,
             "caller_id": caller_id,
@@ -36,7 +36,7 @@ def connect(
 
 def forget(conn: Connection, connection_ids: Sequence[str]) -> None:
     if connection_ids:
-        conn.execute(sql.FORGET, {"connection_ids": list(connection_ids)})
+        sql.FORGET.run(conn, {"connection_ids": list(connection_ids)})
 
 
 def recipients(conn: Connection, event: Event) -> list[Recipient]:
@@ -46,15 +46,15 @@ def recipients(conn: Connection, event: Event) -> list[Recipient]:
         for value in (event.data.get("worker_id"), event.data.get("assignee_id"))
         if isinstance(value, str)
     ]
-    rows = conn.execute(
-        sql.RECIPIENTS,
+    rows = sql.RECIPIENTS.all(
+        conn,
         {
             "workers": workers,
             "job_event": event.type in JOB_EVENT_TYPES,
             "job_id": event.job_id,
             "version": event.version,
         },
-    ).fetchall()
+    )
     return [Recipient(row["connection_id"], row["expired"]) for row in rows]
 
 
@@ -62,4 +62,4 @@ JOB_EVENT_TYPES = frozenset(t.value for t in JobEventType)
 
 
 def expired(conn: Connection, limit: int = 500) -> list[str]:
-    return [row["connection_id"] for row in conn.execute(sql.EXPIRED, {"limit": limit})]
+    return [row["connection_id"] for row in sql.EXPIRED.all(conn, {"limit": limit})]

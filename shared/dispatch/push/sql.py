@@ -1,19 +1,49 @@
 """The SQL of push connections, each statement with the rule it keeps."""
 
-from typing import LiteralString
+from datetime import datetime
+from typing import TypedDict
+from uuid import UUID
+
+from dispatch.db import Query
+
+
+class ConnectParams(TypedDict):
+    connection_id: str
+    caller_id: str
+    roles: list[str]
+    token_expires_at: datetime
+
 
 # A connection lasts no longer than the token that opened it, nor API Gateway's two-hour limit
 # on a WebSocket connection (push_connections_expire). A repeated $connect changes nothing.
-CONNECT: LiteralString = """
+CONNECT: Query[ConnectParams, None] = Query("""
 INSERT INTO push_connections (connection_id, caller_id, roles, expires_at)
 VALUES (%(connection_id)s, %(caller_id)s, %(roles)s,
         least(%(token_expires_at)s, now() + interval '2 hours'))
 ON CONFLICT (connection_id) DO NOTHING
-"""
+""")
 
-FORGET: LiteralString = """
+
+class ForgetParams(TypedDict):
+    connection_ids: list[str]
+
+
+FORGET: Query[ForgetParams, None] = Query("""
 DELETE FROM push_connections WHERE connection_id = ANY(%(connection_ids)s::text[])
-"""
+""")
+
+
+class RecipientsParams(TypedDict):
+    job_id: UUID
+    workers: list[str]
+    job_event: bool
+    version: int
+
+
+class RecipientRow(TypedDict):
+    connection_id: str
+    expired: bool
+
 
 # Who hears an event (the contract's "Push"): ops every event; a business every event of its
 # own jobs (the owner never changes, so the jobs table says); a worker the offers made to it
@@ -25,7 +55,7 @@ DELETE FROM push_connections WHERE connection_id = ANY(%(connection_ids)s::text[
 # one WHERE of ORs with a sub-query scanned every connection for every event (28 ms at 100k
 # rows; tests/integration/test_push.py holds the plan). Expired connections come back
 # marked: the sender closes them instead of sending.
-RECIPIENTS: LiteralString = """
+RECIPIENTS: Query[RecipientsParams, RecipientRow] = Query("""
 SELECT c.connection_id, c.expires_at <= now() AS expired
   FROM push_connections c
  WHERE 'ops' = ANY(c.roles)
@@ -47,13 +77,21 @@ SELECT c.connection_id, c.expires_at <= now()
         WHERE %(job_event)s AND n.job_id = %(job_id)s AND n.version = %(version)s
           AND n.data->>'assignee_id' IS NULL)
  ORDER BY connection_id
-"""
+""")
+
+
+class LimitParams(TypedDict):
+    limit: int
+
+
+class ConnectionId(TypedDict):
+    connection_id: str
 
 
 # Stale entries expire: connections past their end, oldest first, a batch at a time.
-EXPIRED: LiteralString = """
+EXPIRED: Query[LimitParams, ConnectionId] = Query("""
 SELECT connection_id FROM push_connections
  WHERE expires_at <= now()
  ORDER BY expires_at
  LIMIT %(limit)s
-"""
+""")
