@@ -10,7 +10,7 @@ through it).
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, LiteralString, TypeVar, cast
+from typing import Any, Generic, LiteralString, TypedDict, TypeVar, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -23,6 +23,17 @@ Connection = psycopg.Connection[DictRow]
 T = TypeVar("T")
 P = TypeVar("P", bound=Mapping[str, Any] | None)
 R = TypeVar("R")
+
+
+class Answering(TypedDict):
+    """The parameters of a keyed statement's `answered` CTE, which records the caller's
+    idempotency key with its answer in the same statement: the key, or all None (no key:
+    the statement records nothing; `idempotency.answering`)."""
+
+    principal: str | None
+    key: str | None
+    fingerprint: str | None
+    answer_status: int | None
 
 
 class Query(Generic[P, R]):

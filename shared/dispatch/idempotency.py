@@ -23,7 +23,7 @@ from typing import Any, TypedDict
 
 from psycopg import errors
 
-from dispatch.db import Connection, Query
+from dispatch.db import Answering, Connection, Query
 from dispatch.errors import Code, DispatchError, error_body
 from dispatch.models import ID_FIELDS, Resource, to_json
 
@@ -106,15 +106,6 @@ class KeyedRequest:
 
 # The key's parameters of a statement that records the caller's key with its answer, when
 # there is no key: the statement records nothing (its `WHERE %(key)s::text IS NOT NULL`).
-class Answering(TypedDict):
-    """The parameters of a statement's `answered` CTE: the caller's key, or all None."""
-
-    principal: str | None
-    key: str | None
-    fingerprint: str | None
-    answer_status: int | None
-
-
 NO_KEY: Answering = {
     "principal": None,
     "key": None,

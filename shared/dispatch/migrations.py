@@ -10,24 +10,53 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from psycopg import errors
 
 from dispatch import roles
 from dispatch.config import settings
 from dispatch.config.migration import migration_settings
-from dispatch.db import Connection
+from dispatch.db import Connection, Query
 from dispatch.observability import logger
 
 MIGRATOR_LOCK = 0x44697370  # "Disp"
 
-SCHEMA_MIGRATIONS = """
+SCHEMA_MIGRATIONS: Query[None, None] = Query("""
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version     text PRIMARY KEY,
     checksum    text NOT NULL,
     applied_at  timestamptz NOT NULL DEFAULT now()
 )
-"""
+""")
+
+
+class Setting(TypedDict):
+    name: str
+    value: str
+
+
+# A timeout of the migrating transaction alone (set_config's `true`: SET LOCAL).
+SET_LOCAL: Query[Setting, None] = Query("SELECT set_config(%(name)s, %(value)s, true)")
+
+
+class Lock(TypedDict):
+    lock: int
+
+
+# Migrators one at a time, until the transaction ends.
+TAKE_LOCK: Query[Lock, None] = Query("SELECT pg_advisory_xact_lock(%(lock)s)")
+
+
+class Applied(TypedDict):
+    version: str
+    checksum: str
+
+
+APPLIED: Query[None, Applied] = Query("SELECT version, checksum FROM schema_migrations")
+RECORD_APPLIED: Query[Applied, None] = Query(
+    "INSERT INTO schema_migrations (version, checksum) VALUES (%(version)s, %(checksum)s)"
+)
 
 
 @dataclass(frozen=True)
@@ -70,23 +99,17 @@ def apply(
             ("statement_timeout", statement_timeout_ms),
         ):
             if value is not None:
-                conn.execute("SELECT set_config(%s, %s, true)", (name, str(value)))
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATOR_LOCK,))
-        conn.execute(SCHEMA_MIGRATIONS)
-        done = {
-            row["version"]: row["checksum"]
-            for row in conn.execute("SELECT version, checksum FROM schema_migrations")
-        }
+                SET_LOCAL.run(conn, {"name": name, "value": str(value)})
+        TAKE_LOCK.run(conn, {"lock": MIGRATOR_LOCK})
+        SCHEMA_MIGRATIONS.run(conn, None)
+        done = {row["version"]: row["checksum"] for row in APPLIED.all(conn, None)}
         for migration in migrations:
             if migration.version in done:
                 if done[migration.version] != migration.checksum:
                     raise MigrationChanged(f"{migration.version} changed after it was applied")
                 continue
-            conn.execute(migration.sql.encode())
-            conn.execute(
-                "INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)",
-                (migration.version, migration.checksum),
-            )
+            conn.execute(migration.sql.encode())  # the file, whole: many statements
+            RECORD_APPLIED.run(conn, {"version": migration.version, "checksum": migration.checksum})
             applied_now.append(migration.version)
         if roles.exists(conn):  # made by migration 0015
             roles.configure(

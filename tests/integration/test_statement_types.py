@@ -14,6 +14,7 @@ Nullability is not checked: Postgres does not describe it, so `X | None` passes 
 import importlib
 import pkgutil
 import re
+import sys
 import types
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
@@ -26,6 +27,7 @@ from psycopg import pq
 
 import dispatch
 from dispatch.db import Connection, Query
+from dispatch_local import REPO_ROOT
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 JSON = {"json", "jsonb"}
@@ -60,18 +62,22 @@ SENT_AS: dict[str, tuple[type, ...]] = {
 
 
 def statements() -> Iterator[tuple[str, Query[Any, Any], Any, Any]]:
-    """Every module-level Query of the layer, with its declared P and R, by its home module
-    (the first that names it: a module importing another's statement does not list it again)."""
-    seen: set[int] = set()
-    for module_info in sorted(pkgutil.walk_packages(dispatch.__path__, "dispatch."), key=str):
+    """Every module-level Query of the layer, with its declared P and R, by the module that
+    writes it (one that imports another's statement does not list it again)."""
+    for module_info in pkgutil.walk_packages(dispatch.__path__, "dispatch."):
         module = importlib.import_module(module_info.name)
-        hints: dict[str, Any] | None = None
+        written = vars(module).get("__annotations__", {})
         for name, value in vars(module).items():
-            if not isinstance(value, Query) or id(value) in seen:
+            if not isinstance(value, Query):
                 continue
-            seen.add(id(value))
-            hints = hints if hints is not None else get_type_hints(module)
-            declared = hints.get(name)
+            imported = name not in written and any(
+                value is vars(other).get(name)
+                for other in list(sys.modules.values())
+                if other is not module and name in vars(other).get("__annotations__", {})
+            )
+            if imported:
+                continue
+            declared = get_type_hints(module).get(name)
             assert get_origin(declared) is Query, f"{module_info.name}.{name} needs Query[P, R]"
             params, row = get_args(declared)
             yield f"{module_info.name}.{name}", value, params, row
@@ -141,7 +147,7 @@ def declared_fields(typed: Any) -> dict[str, Any]:
 
 def test_the_layer_has_its_statements() -> None:
     """The walk finds the statements (a walk that found none would pass everything below)."""
-    assert len(STATEMENTS) >= 60
+    assert len(STATEMENTS) >= 90
     assert "dispatch.jobs.sql.ACCEPT_JOB" in dict(STATEMENTS)
 
 
@@ -171,3 +177,29 @@ def test_the_statement_is_typed_as_postgres_describes_it(
         assert fits(annotation, columns[column], reading=True), (
             f"{name}: column {column} is {columns[column]} in Postgres, R says {annotation}"
         )
+
+
+# The layer's only sends that are not a Query, and why: a migration file is many statements,
+# whole; ALTER ROLE takes no parameters, so its role and values are composed as identifiers and
+# literals (psycopg.sql); Query itself.
+UNTYPED_SENDS = {
+    "db.py": 3,  # Query.one, .all, .run
+    "migrations.py": 1,  # a migration file
+    "roles.py": 2,  # ALTER ROLE ... SET, composed
+}
+
+
+# A send to Postgres: any `.execute(` or `.executemany(` but Redis's pipelines' and the
+# idempotency module's own `execute` (a command under a key, not SQL).
+SEND = re.compile(r"\b(?!pipe\.|idempotency\.)\w+\.execute(?:many)?\(")
+
+
+def test_the_layer_sends_sql_only_through_its_queries() -> None:
+    """One way to send a statement: every `execute` of the layer is a Query's, but for the
+    sends listed above, so no statement escapes the types or the check above."""
+    layer = REPO_ROOT / "shared" / "dispatch"
+    sends = {
+        str(path.relative_to(layer)): len(SEND.findall(path.read_text()))
+        for path in sorted(layer.rglob("*.py"))
+    }
+    assert {path: n for path, n in sends.items() if n} == UNTYPED_SENDS

@@ -11,8 +11,7 @@ writes: jobs_choice_goes_to_an_applicant, job_applications_only_while_choosing.
 from typing import Any, TypedDict
 from uuid import UUID
 
-from dispatch.db import Query
-from dispatch.idempotency import Answering
+from dispatch.db import Answering, Query
 from dispatch.jobs.sql import Change, JobAnswer
 
 

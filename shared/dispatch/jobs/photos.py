@@ -14,9 +14,9 @@ from uuid import UUID, uuid4
 
 from dispatch import aws
 from dispatch.config.photos import photo_settings
-from dispatch.db import Connection, Query
+from dispatch.db import Answering, Connection, Query
 from dispatch.errors import Code, DispatchError
-from dispatch.idempotency import Answering, KeyedRequest, answering
+from dispatch.idempotency import KeyedRequest, answering
 from dispatch.jobs.models import PhotoUpload
 from dispatch.jobs.requests import PhotoRequest
 from dispatch.jobs.rules import Refusal

@@ -16,8 +16,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 from uuid import UUID
 
-from dispatch.db import Query
-from dispatch.idempotency import Answering
+from dispatch.db import Answering, Query
 
 
 class JobAnswer(TypedDict):

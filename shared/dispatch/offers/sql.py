@@ -3,8 +3,7 @@
 from typing import Any, TypedDict
 from uuid import UUID
 
-from dispatch.db import Query
-from dispatch.idempotency import Answering
+from dispatch.db import Answering, Query
 
 
 class RoundParams(TypedDict):

@@ -2,8 +2,8 @@
 
 from typing import TypedDict
 
-from dispatch.db import Connection, Query
-from dispatch.idempotency import Answering, KeyedRequest, answering
+from dispatch.db import Answering, Connection, Query
+from dispatch.idempotency import KeyedRequest, answering
 from dispatch.workers.models import WorkerProfile, WorkerProfileUpdate
 
 
