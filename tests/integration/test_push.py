@@ -3,6 +3,7 @@ connection store and its guards, who hears what, and the sender forgetting gone 
 and closing expired ones. Over real sockets: tests/e2e/test_push_ws.py."""
 
 import json
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -311,7 +312,8 @@ def test_a_delivery_for_many_is_split_into_messages_sqs_takes() -> None:
     many = [f"c-{n}" for n in range(delivery.IDS_PER_MESSAGE * 2 + 1)]
     parts = delivery._parts(delivery.Delivery(data="x" * 4000, post=many, close=["old"]))
     assert [len(p.post) for p in parts] == [delivery.IDS_PER_MESSAGE] * 2 + [1, 0]
-    assert [p.post for p in parts[:3]] == [many[:1000], many[1000:2000], many[2000:]]
+    per = delivery.IDS_PER_MESSAGE
+    assert [p.post for p in parts[:3]] == [many[:per], many[per : 2 * per], many[2 * per :]]
     assert parts[-1].close == ["old"]
     assert max(len(p.model_dump_json().encode()) for p in parts) < 256 * 1024
 
@@ -328,6 +330,52 @@ def test_the_expiry_sweep_closes_what_ran_out_and_nothing_else(
     queued: list[delivery.Delivery] = []
     assert delivery.close_expired(conn, queued.append) == ["old"]
     assert queued == [delivery.Delivery(close=["old"])]
+    left = {r["connection_id"] for r in conn.execute("SELECT connection_id FROM push_connections")}
+    assert left == {live}
+
+
+def test_the_poster_makes_its_calls_at_once() -> None:
+    """POSTS_AT_ONCE posts are in flight together: the first of them wait at a barrier for one
+    another, which calls made one at a time would never pass (each would fail at its timeout
+    and be counted failed); the closes likewise."""
+    at_once = delivery.POSTS_AT_ONCE
+    ids = [f"c-{n}" for n in range(delivery.IDS_PER_MESSAGE)]
+    posts, closes = threading.Barrier(at_once, timeout=10), threading.Barrier(at_once, timeout=10)
+    posted: list[str] = []
+    closed: list[str] = []
+
+    def post(connection_id: str, data: bytes) -> None:
+        if int(connection_id[2:]) < at_once:
+            posts.wait()
+        posted.append(connection_id)
+
+    def close(connection_id: str) -> None:
+        if int(connection_id[2:]) < at_once:
+            closes.wait()
+        closed.append(connection_id)
+
+    done = delivery.post_delivery(delivery.Delivery(data="x", post=ids, close=ids), post, close)
+    assert (done.sent, done.failed, done.gone) == (len(ids), 0, [])
+    assert sorted(posted) == sorted(closed) == sorted(ids)
+
+
+def test_the_expiry_sweep_drains_a_backlog_a_batch_at_a_time(
+    conn: db.Connection, connected: Callable[[str, str], str]
+) -> None:
+    """More expired than a batch (phones on hour-long tokens: some 1,700 a minute at 100k)
+    all go in one run; a run out of time leaves the rest to the next."""
+    live = connected("worker-1", "worker")
+    conn.execute(
+        "INSERT INTO push_connections (connection_id, caller_id, roles, connected_at, expires_at)"
+        " SELECT 'old-' || n, 'worker-old-' || n, ARRAY['worker'], now() - interval '2 hours',"
+        " now() - interval '1 second' FROM generate_series(1, 1201) n"
+    )
+    queued: list[delivery.Delivery] = []
+    assert len(delivery.close_expired(conn, queued.append, batch=500, seconds=0)) == 500
+    ended = delivery.close_expired(conn, queued.append, batch=500)
+    assert len(ended) == 701
+    assert sorted(c for d in queued for c in d.close) == sorted(f"old-{n}" for n in range(1, 1202))
+    assert max(len(d.close) for d in queued) <= delivery.IDS_PER_MESSAGE
     left = {r["connection_id"] for r in conn.execute("SELECT connection_id FROM push_connections")}
     assert left == {live}
 
@@ -414,3 +462,16 @@ def test_the_connect_route_alone_has_the_authorizer_and_every_route_one_function
     assert set(api.routes) == {"$connect", "$disconnect", "$default"}
     assert api.authorizer is not None and api.authorizer.function == "PushAuthorizerFunction"
     assert {f.function for f in api.routes.values()} == {"PushConnectionsFunction"}
+
+
+def test_the_app_clients_tokens_last_a_connections_whole_life() -> None:
+    """A connection ends with its token or at API Gateway's two hours (push_sql.CONNECT): the
+    app client's tokens last the two hours, so a connection opened with a fresh token is not
+    cut at Cognito's default hour (twice the reconnects, twice the expiry sweep's work)."""
+    from dispatch_local.template import load_template
+
+    client = load_template()["Resources"]["UserPoolClient"]["Properties"]
+    units = client["TokenValidityUnits"]
+    assert (client["AccessTokenValidity"], units["AccessToken"]) == (2, "hours")
+    assert (client["IdTokenValidity"], units["IdToken"]) == (2, "hours")
+    assert "now() + interval '2 hours'" in push_sql.CONNECT.sql

@@ -6,9 +6,10 @@ the connections it found gone on the gone queue, which the sender takes to forge
 Push is a hint: a send that fails is logged and counted, never retried (a retry would repeat
 the event to everyone else; the device pulls what it missed)."""
 
-import contextlib
 import json
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -30,9 +31,19 @@ class Gone(Exception):
 Post = Callable[[str, bytes], None]
 Close = Callable[[str], None]
 
-# Connection ids per delivery message: ids are ~16 characters, so a message stays far below
-# SQS's 256 KiB with the event beside them.
-IDS_PER_MESSAGE = 1000
+# The poster's calls at once: each waits on the management API (20-40 ms from a Lambda) and
+# each is for one connection, so they are independent. One at a time, a message of 1,000 ids
+# took 20-40 s, past the poster's 10 s timeout: retried, dead-lettered, alarmed.
+POSTS_AT_ONCE = 32
+# Connection ids per delivery message, sized to the poster's timeout: an invocation takes up to
+# 10 messages (BatchSize), so at 40 ms a call and POSTS_AT_ONCE it posts or closes 2,500 in
+# about 3 s, a third of its 10 s (a call that hangs waits out the client's read timeout, 2 s).
+IDS_PER_MESSAGE = 250
+# How long one run of the expiry sweep goes on closing, a batch of EXPIRED_BATCH at a time: all
+# that has expired, unless it is more than fits in this (the next minute's run goes on), well
+# inside the sender's 10 s. At 100k phones on tokens of an hour some 1,700 expire a minute.
+EXPIRY_SECONDS = 5.0
+EXPIRED_BATCH = 500
 
 
 class Delivery(Model):
@@ -71,14 +82,21 @@ def deliver(conn: db.Connection, event: Event, send: Send) -> Delivery:
     return whole
 
 
-def close_expired(conn: db.Connection, send: Send, limit: int = 500) -> list[str]:
+def close_expired(
+    conn: db.Connection, send: Send, batch: int = EXPIRED_BATCH, seconds: float = EXPIRY_SECONDS
+) -> list[str]:
     """End every connection whose token (or two hours) ran out: forget it, and have the
-    poster close it."""
-    ended = connections.expired(conn, limit)
-    for part in _parts(Delivery(close=ended)):
-        send(part)
-    connections.forget(conn, ended)
-    return ended
+    poster close it; a batch at a time until none is left or `seconds` have gone."""
+    ended: list[str] = []
+    deadline = time.monotonic() + seconds
+    while True:
+        expired = connections.expired(conn, batch)
+        for part in _parts(Delivery(close=expired)):
+            send(part)
+        connections.forget(conn, expired)
+        ended += expired
+        if len(expired) < batch or time.monotonic() >= deadline:
+            return ended
 
 
 def forget_gone(conn: db.Connection, connection_ids: Sequence[str]) -> None:
@@ -112,22 +130,42 @@ def send_to_delivery_queue(delivery: Delivery) -> None:
 # -- the poster (outside the VPC): the management API ------------------------------------------
 
 
+@cache
+def _calls() -> ThreadPoolExecutor:
+    """The poster's calls at once (one pool per environment, made at its first delivery)."""
+    return ThreadPoolExecutor(POSTS_AT_ONCE, thread_name_prefix="post")
+
+
 def post_delivery(delivery: Delivery, post: Post, close: Close) -> Delivered:
-    """Post the data to each connection, close the ones to close; report which were gone."""
-    done = Delivered()
+    """Post the data to each connection and close the ones to close, POSTS_AT_ONCE calls at
+    a time; report which were gone."""
     data = delivery.data.encode()
-    for connection_id in delivery.post:
+
+    def posted(connection_id: str) -> str:
         try:
             post(connection_id, data)
-            done.sent += 1
+            return "sent"
         except Gone:
-            done.gone.append(connection_id)
+            return "gone"
         except Exception:  # a hint lost: the device pulls it when it looks
-            done.failed += 1
             logger.warning("push failed", extra={"connection_id": connection_id}, exc_info=True)
-    for connection_id in delivery.close:
-        with contextlib.suppress(Gone):  # already gone: what closing wanted
+            return "failed"
+
+    def closed(connection_id: str) -> None:
+        try:
             close(connection_id)
+        except Gone:  # already gone: what closing wanted
+            pass
+        except Exception:  # it ends at API Gateway's two hours, or idle, at the latest
+            logger.warning("close failed", extra={"connection_id": connection_id}, exc_info=True)
+
+    outcomes = list(_calls().map(posted, delivery.post))
+    list(_calls().map(closed, delivery.close))
+    done = Delivered(
+        sent=outcomes.count("sent"),
+        gone=[c for c, outcome in zip(delivery.post, outcomes, strict=True) if outcome == "gone"],
+        failed=outcomes.count("failed"),
+    )
     count("PushSent", done.sent)
     if done.failed:
         count("PushFailed", done.failed)
@@ -172,7 +210,12 @@ def management() -> Any:
     endpoint = push_settings().push_endpoint
     if not endpoint:
         raise RuntimeError("PUSH_ENDPOINT is not set")
-    config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 2})
+    config = Config(
+        connect_timeout=2,
+        read_timeout=2,
+        retries={"max_attempts": 2},
+        max_pool_connections=POSTS_AT_ONCE,  # one HTTP connection per call at once
+    )
     return boto3.client("apigatewaymanagementapi", endpoint_url=endpoint, config=config)
 
 
