@@ -27,7 +27,7 @@ from dispatch_local.events import LambdaContext
 from dispatch_local.gateway import scheduled_event
 from dispatch_local.history import History, Op, outcome_of
 from dispatch_local.invoke import Api, Reply
-from dispatch_local.template import handler_of, queue_consumers, rule_pattern, schedules
+from dispatch_local.template import handler_of, queue_consumers, schedules
 from sim import choosing
 from sim.push import PushSample
 from sim.scenario import Dispatch, Scenario
@@ -85,8 +85,9 @@ class City:
         (relay,) = (s for s in schedules() if s.function == "OutboxRelayFunction")
         self._relay, self._relay_function = handler_of(relay), relay
         transport.bus.observers.append(self.on_event)
-        # Push over real sockets for a sample of the workers (sim/push.py): the template's
-        # push rule feeds the push queue, whose sender and poster run as the other consumers.
+        # Push over real sockets for a sample of the workers (sim/push.py): the publisher puts
+        # deliveries on the delivery queue, whose poster (and the gone queue's sender) run as
+        # the other consumers.
         self.push: PushSample | None = None
         self._queues = [("OutboxQueue", Transport.OUTBOX), ("OfferQueue", Transport.OFFERS)]
         if scenario.workers.push_sample:
@@ -94,9 +95,7 @@ class City:
 
             endpoint = push_settings().push_endpoint or ""
             self.push = PushSample(scenario, list(self.workers), endpoint)
-            transport.bus.route(rule_pattern("PushQueue"), transport.queues[Transport.PUSH])
             self._queues += [
-                ("PushQueue", Transport.PUSH),
                 ("PushDeliveryQueue", Transport.PUSH_DELIVERY),
                 ("PushGoneQueue", Transport.PUSH_GONE),
             ]

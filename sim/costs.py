@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 PRICES = Path(__file__).parent / "prices.toml"
-QUEUE_CONSUMERS = ("OutboxQueue", "OfferQueue", "PushQueue", "PushDeliveryQueue", "PushGoneQueue")
+QUEUE_CONSUMERS = ("OutboxQueue", "OfferQueue", "PushDeliveryQueue", "PushGoneQueue")
 SCHEDULED = ("LeaseSweeper", "OutboxRelay")
 
 

@@ -118,52 +118,25 @@ class Sqs:
 
 
 class Bus:
-    """What the product calls on `aws.client("events")`: each entry goes to the observers,
-    and to the queue of every rule whose pattern it matches (as EventBridge's SQS target
-    receives it: the event's envelope, its `detail` the product's event)."""
+    """What the product calls on `aws.client("events")`: each entry goes to the observers (the
+    template has no rule on the bus: its consumers are elsewhere, and push is the publisher's
+    hand-off)."""
 
     def __init__(self) -> None:
         self.observers: list[Callable[[str, dict[str, Any]], None]] = []
-        self.rules: list[tuple[dict[str, Any], Queue]] = []
         self.put = 0
         self.errors: list[str] = []  # the city's own mistakes, never the product's
-
-    def route(self, pattern: dict[str, Any], queue: Queue) -> None:
-        """A rule: the events `pattern` matches to `queue`. Only `source` and `detail-type`
-        are matched (all the template's rules use); any other key is refused."""
-        if not set(pattern) <= {"source", "detail-type"}:
-            raise ValueError(f"the simulator's bus matches source and detail-type only: {pattern}")
-        self.rules.append((pattern, queue))
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         for entry in Entries:
             self.put += 1
             detail = json.loads(entry["Detail"])
-            for pattern, queue in self.rules:
-                fields = {"source": entry["Source"], "detail-type": entry["DetailType"]}
-                if all(fields[key] in values for key, values in pattern.items()):
-                    queue.put(json.dumps(envelope(entry, detail)), None, None, 0.0)
             for observe in self.observers:
                 try:
                     observe(entry["DetailType"], detail)
                 except Exception:  # a bug in the simulation must not look like a failed put
                     self.errors.append(traceback.format_exc())
         return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
-
-
-def envelope(entry: dict[str, Any], detail: dict[str, Any]) -> dict[str, Any]:
-    """An event as EventBridge hands it to a rule's SQS target."""
-    return {
-        "version": "0",
-        "id": str(uuid.uuid4()),
-        "detail-type": entry["DetailType"],
-        "source": entry["Source"],
-        "account": "123456789012",
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "region": "us-east-1",
-        "resources": [],
-        "detail": detail,
-    }
 
 
 class Transport:
@@ -173,14 +146,13 @@ class Transport:
 
     OUTBOX = "https://sqs.local/123456789012/dispatch-sim-outbox.fifo"
     OFFERS = "https://sqs.local/123456789012/dispatch-sim-offers"
-    PUSH = "https://sqs.local/123456789012/dispatch-sim-push"
     PUSH_DELIVERY = "https://sqs.local/123456789012/dispatch-sim-push-delivery"
     PUSH_GONE = "https://sqs.local/123456789012/dispatch-sim-push-gone"
 
     def __init__(self, visibility_seconds: float) -> None:
         self.queues = {
             url: Queue(url, fifo=url.endswith(".fifo"), visibility_seconds=visibility_seconds)
-            for url in (self.OUTBOX, self.OFFERS, self.PUSH, self.PUSH_DELIVERY, self.PUSH_GONE)
+            for url in (self.OUTBOX, self.OFFERS, self.PUSH_DELIVERY, self.PUSH_GONE)
         }
         self.sqs = Sqs(self.queues)
         self.bus = Bus()

@@ -3,7 +3,8 @@ and choice's) to the EventBridge bus, reporting partial failures. Each message n
 event; its job's unpublished events up to it go on the bus from the tables, in the job's order
 (dispatch.outbox.publisher): the batch's jobs at once first, then each message for its own job,
 which finds its events published unless the batch failed. An event that opens a job (created,
-reopened, released) also starts its round of offers.
+reopened, released) also starts its round of offers, and every event put goes to the phones
+that may hear it (its deliveries onto the push delivery queue, for the poster).
 
 FIFO order is kept per job (message group): the FIFO batch processor stops at the first
 failure and hands the rest back, so a poison message holds up its own job only, and lands in
@@ -20,6 +21,7 @@ from dispatch.entrypoints import queue_consumer
 from dispatch.events import Event
 from dispatch.offers import waves
 from dispatch.outbox.publisher import publish_up_to, put_all_on_bus
+from dispatch.push import delivery
 
 
 def publish_batch(records: list[SQSRecord]) -> None:
@@ -28,7 +30,11 @@ def publish_batch(records: list[SQSRecord]) -> None:
     heads: dict[UUID, int] = {}
     for event in (Event.from_json(record.body) for record in records):
         heads[event.job_id] = max(event.version, heads.get(event.job_id, 0))
-    db.run(lambda conn: publish_up_to(conn, heads, put_all_on_bus, then=waves.start_round))
+    db.run(
+        lambda conn: publish_up_to(
+            conn, heads, put_all_on_bus, then=waves.start_round, after=delivery.push_published
+        )
+    )
 
 
 def publish_record(record: SQSRecord) -> None:

@@ -88,7 +88,6 @@ def dev(args: argparse.Namespace) -> None:
         {
             "OutboxQueue": os.environ["OUTBOX_QUEUE_URL"],
             "OfferQueue": os.environ["OFFER_QUEUE_URL"],
-            "PushQueue": os.environ["PUSH_QUEUE_URL"],
             "PushDeliveryQueue": os.environ["PUSH_DELIVERY_QUEUE_URL"],
             "PushGoneQueue": os.environ["PUSH_GONE_QUEUE_URL"],
         }

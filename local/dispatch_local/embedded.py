@@ -246,33 +246,8 @@ def ensure_offer_queue(bus_name: str) -> str:
     return queue_url
 
 
-def ensure_push_queue(bus_name: str) -> str:
-    """The push queue and the bus rule that fills it, with the template's own event pattern
-    (PushRule): every event the sender should see lands here, as in AWS."""
-    import json as _json
-
-    import boto3
-
-    from dispatch_local.template import rule_pattern
-
-    sqs = boto3.client("sqs")
-    queue_url: str = sqs.create_queue(
-        QueueName=f"{bus_name}-push", Attributes={"VisibilityTimeout": "60"}
-    )["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    events = boto3.client("events")
-    rule = f"{bus_name}-push"
-    events.put_rule(
-        Name=rule, EventBusName=bus_name, EventPattern=_json.dumps(rule_pattern("PushQueue"))
-    )
-    events.put_targets(Rule=rule, EventBusName=bus_name, Targets=[{"Id": "push", "Arn": arn}])
-    return queue_url
-
-
 def ensure_push_delivery_queues(bus_name: str) -> tuple[str, str]:
-    """The delivery queue (sender to poster) and the gone queue (poster to sender), each
+    """The delivery queue (publisher to poster) and the gone queue (poster to sender), each
     with its dead-letter queue as in the template: their URLs."""
     import json as _json
 

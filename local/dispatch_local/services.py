@@ -24,7 +24,6 @@ SERVICE_VARIABLES = (
     "EVENT_BUS_NAME",
     "OUTBOX_QUEUE_URL",
     "OFFER_QUEUE_URL",
-    "PUSH_QUEUE_URL",
     "PUSH_DELIVERY_QUEUE_URL",
     "PUSH_GONE_QUEUE_URL",
     # push: the $connect authorizer's issuer and audience, the poster's management endpoint
@@ -59,8 +58,6 @@ def start() -> dict[str, str]:
         os.environ["OUTBOX_QUEUE_URL"] = embedded.ensure_outbox(os.environ["EVENT_BUS_NAME"])
     if not os.environ.get("OFFER_QUEUE_URL"):
         os.environ["OFFER_QUEUE_URL"] = embedded.ensure_offer_queue(os.environ["EVENT_BUS_NAME"])
-    if not os.environ.get("PUSH_QUEUE_URL"):
-        os.environ["PUSH_QUEUE_URL"] = embedded.ensure_push_queue(os.environ["EVENT_BUS_NAME"])
     if not os.environ.get("PUSH_DELIVERY_QUEUE_URL") or not os.environ.get("PUSH_GONE_QUEUE_URL"):
         delivery, gone = embedded.ensure_push_delivery_queues(os.environ["EVENT_BUS_NAME"])
         os.environ["PUSH_DELIVERY_QUEUE_URL"], os.environ["PUSH_GONE_QUEUE_URL"] = delivery, gone

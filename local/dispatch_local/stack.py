@@ -45,7 +45,6 @@ def start_stack(
         "EVENT_BUS_NAME": f"dispatch-e2e-{port}",
         "OUTBOX_QUEUE_URL": "",
         "OFFER_QUEUE_URL": "",
-        "PUSH_QUEUE_URL": "",
         "PUSH_DELIVERY_QUEUE_URL": "",
         "PUSH_GONE_QUEUE_URL": "",
         # And its own Redis (embedded, in its home), or its own keyspace of a shared one: its

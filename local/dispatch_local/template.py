@@ -278,16 +278,3 @@ def websocket_api(template: dict[str, Any] | None = None) -> WebSocketApi | None
                 template, resources[authorizer_id]["Properties"]["AuthorizerUri"]
             )
     return WebSocketApi(found, authorizer) if found else None
-
-
-def rule_pattern(target_queue: str, template: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The event pattern of the bus rule whose target is the queue (its logical id)."""
-    template = template or load_template()
-    for resource in template.get("Resources", {}).values():
-        if resource.get("Type") != "AWS::Events::Rule":
-            continue
-        for target in resource["Properties"].get("Targets", []):
-            if str(target["Arn"].get("GetAtt", "")).split(".")[0] == target_queue:
-                pattern: dict[str, Any] = resource["Properties"]["EventPattern"]
-                return pattern
-    raise ValueError(f"no rule targets {target_queue}")

@@ -9,12 +9,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import jwt
 import psycopg
 import pytest
 
 from dispatch import db
 from dispatch.events import Event
+from dispatch.outbox import publisher
 from dispatch.push import connections, delivery
 from dispatch.push import sql as push_sql
 from dispatch_local import tokens
@@ -265,7 +267,47 @@ def test_who_hears_an_event_is_read_by_index_at_100k_connections(
     assert len([c for c in heard if c.startswith("bulk-")]) == 100  # the hundred ops
 
 
-# -- the sender -------------------------------------------------------------------------------
+# -- the publisher's hand-off and the sender ----------------------------------------------------
+
+
+def test_the_publisher_queues_the_deliveries_of_what_it_put(
+    conn: db.Connection, api: Api, connected: Callable[[str, str], str], configure: Any
+) -> None:
+    """Once its events are on the bus, the publisher queues their deliveries itself (no rule,
+    push queue and sender between): one message per event, in the job's order, to those who
+    may hear it."""
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName=f"push-delivery-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    configure(PUSH_DELIVERY_QUEUE_URL=url)
+    ops = connected("ops-1", "ops")
+    job = make_job(api, BUSINESS)
+    step(api, job, BUSINESS, "cancel")
+    put: list[Event] = []
+    heads = {uuid.UUID(job["id"]): 2}
+    published = publisher.publish_up_to(conn, heads, put.extend, after=delivery.push_published)
+    assert [e.type for e in published] == ["job.created", "job.cancelled"]
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    deliveries = [delivery.Delivery.model_validate_json(m["Body"]) for m in messages]
+    assert [(d.post, d.data) for d in deliveries] == [([ops], e.to_json()) for e in published]
+
+
+def test_push_that_fails_never_fails_the_publish(
+    conn: db.Connection, api: Api, connected: Callable[[str, str], str], configure: Any
+) -> None:
+    """Push is a hint: a delivery queue that refuses leaves the events published and recorded
+    so (a retry would put them on the bus again), and is counted."""
+    configure(PUSH_DELIVERY_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/123456789012/nowhere")
+    connected("ops-1", "ops")
+    job = make_job(api, BUSINESS)
+    heads = {uuid.UUID(job["id"]): 1}
+    put: list[Event] = []
+    published = publisher.publish_up_to(conn, heads, put.extend, after=delivery.push_published)
+    assert [e.type for e in published] == [e.type for e in put] == ["job.created"]
+    left = conn.execute(
+        "SELECT count(*) AS n FROM job_events WHERE job_id = %s AND published_at IS NULL",
+        [job["id"]],
+    ).fetchone()
+    assert left is not None and left["n"] == 0
 
 
 def test_the_sender_queues_deliveries_the_poster_reports_gone_and_the_sender_forgets_them(
@@ -445,7 +487,6 @@ def test_the_poster_runs_outside_the_vpc_and_the_sender_inside_without_the_manag
         if event["Type"] == "SQS"
     }
     for queue, function in (
-        ("PushQueue", "PushSenderFunction"),
         ("PushDeliveryQueue", "PushPosterFunction"),
         ("PushGoneQueue", "PushSenderFunction"),
     ):

@@ -260,4 +260,4 @@ def test_a_sample_of_phones_hears_its_offers_over_real_sockets(
     assert push["rest"]["from_measured"] + push["rest"]["from_model"] == 0, push  # all sampled
     assert outcome.kpis["fill_rate"] > 0, outcome.kpis
     invocations = outcome.kpis["aws"]["invocations"]
-    assert invocations["PushQueue"] > 0 and invocations["PushDeliveryQueue"] > 0, invocations
+    assert invocations["PushDeliveryQueue"] > 0, invocations

@@ -503,8 +503,8 @@ def test_queue_consumers_are_capped() -> None:
     """A FIFO consumer scales to one environment per message group (job): uncapped, a backlog
     would take the API's concurrency and the proxy's connections."""
     mappings = of_type(generated(), "AWS::Lambda::EventSourceMapping")
-    # the outbox, the offer waves, push (events, gone reports) and its deliveries
-    assert len(mappings) == 5
+    # the outbox, the offer waves, push's deliveries and its gone reports
+    assert len(mappings) == 4
     for logical_id, mapping in mappings.items():
         cap = mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"]
         assert 2 <= cap <= 20, logical_id  # Lambda's floor is 2; docs/scaling.md sizes it

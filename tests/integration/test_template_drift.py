@@ -95,9 +95,11 @@ OWN_SETTINGS = {
         "DISPATCH_MIGRATION_ATTEMPTS",
         "DISPATCH_MIGRATION_STATEMENT_TIMEOUT_MS",
     },
-    # Push: the $connect authorizer checks tokens; the sender hands deliveries to the poster,
-    # which alone talks to connections and reports the gone ones back.
+    # Push: the $connect authorizer checks tokens; the publisher (each event it put) and the
+    # sender (expired connections) hand deliveries to the poster, which alone talks to
+    # connections and reports the gone ones back.
     "PushAuthorizerFunction": {"JWT_ISSUER", "JWT_AUDIENCE"},
+    "OutboxPublisherFunction": {"PUSH_DELIVERY_QUEUE_URL"},
     "PushSenderFunction": {"PUSH_DELIVERY_QUEUE_URL"},
     "PushPosterFunction": {"PUSH_ENDPOINT", "PUSH_GONE_QUEUE_URL"},
     # The retention duty: where it archives, and how old and how many at a time; the migrator

@@ -38,6 +38,7 @@ def publish_up_to(
     heads: Mapping[UUID, int],
     put: PutAll,
     then: Callable[[Event], None] | None = None,
+    after: Callable[[Connection, Sequence[Event]], None] | None = None,
 ) -> list[Event]:
     """Put each job's unpublished events up to its version in `heads` on the bus, job after
     job, each in the job's order, ten to a call (a wave's offers come in dozens, a batch's
@@ -45,7 +46,8 @@ def publish_up_to(
     its record (the offer round an opening event starts), so a failure there retries both;
     repeats are harmless (bus consumers dedupe, a wave runs once). A failure stops here: the
     later events wait for the retry, so the bus never sees an event before an earlier one of
-    its job."""
+    its job. `after` is given every event this call put, once, even when a later put failed
+    (push: a hint, which never fails the publish)."""
     rows = sql.UNPUBLISHED_UP_TO.all(
         conn, {"job_ids": list(heads), "versions": list(heads.values())}
     )
@@ -62,6 +64,8 @@ def publish_up_to(
             published.extend(batch)
     finally:
         announce(published)
+        if after is not None:
+            after(conn, published)
     return published
 
 
