@@ -103,8 +103,9 @@ SECTIONS = [
         "Push: offers to 2,000 connected phones",
         "make bench-push",
         "2,000 workers connected to the local stack's WebSocket at once, offers made at the"
-        " district's rush rate through the whole deployed path (the wave, the bus, the push"
-        " queue, the sender, the delivery queue, the poster, the management API, the socket)."
+        " district's rush rate through the whole deployed path (the wave, the outbox queue,"
+        " the publisher's put on the bus and its hand-off to push, the delivery queue, the"
+        " poster, the management API, the socket)."
         " Commit-to-device latency on the phones. Baseline: a bare `websockets` server"
         " sending the same messages to the same number of clients at the same moments, in the"
         " same run.",

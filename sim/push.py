@@ -3,10 +3,9 @@
 when their socket receives it; the rest hear after a delay drawn from what the sample
 measured.
 
-The path is the one the template routes, whole: the bus's push rule (the template's own
-pattern, sim/transport.py) puts each event on the push queue; the sender
-(PushSenderFunction) decides who hears it and puts the deliveries on the delivery queue; the
-poster (PushPosterFunction) posts them through the management API (boto3's
+The path is the one the template routes, whole: the outbox publisher, as it puts each event on
+the bus, decides who hears it and puts the deliveries on the delivery queue; the poster
+(PushPosterFunction) posts them through the management API (boto3's
 `apigatewaymanagementapi`, its endpoint this run's push server); the local stack's WebSocket
 API (dispatch_local.websocket: `$connect` behind its authorizer, `$disconnect`, the
 management API's calls written to the sockets) sends them to the phones. The queues and their

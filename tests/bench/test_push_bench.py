@@ -12,3 +12,4 @@ def test_every_offer_made_is_heard_on_its_phone_and_the_report_renders(bench_url
     assert result.bare.messages == result.ours.messages  # the same messages, replayed
     text = push.report(result)
     assert "| bare websockets broadcast | 40 |" in text
+    assert text.splitlines()[-1].startswith("commit to device p50 ")
