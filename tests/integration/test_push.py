@@ -360,22 +360,6 @@ def test_a_delivery_for_many_is_split_into_messages_sqs_takes() -> None:
     assert max(len(p.model_dump_json().encode()) for p in parts) < 256 * 1024
 
 
-def test_the_expiry_sweep_closes_what_ran_out_and_nothing_else(
-    conn: db.Connection, connected: Callable[[str, str], str]
-) -> None:
-    live = connected("worker-1", "worker")
-    conn.execute(
-        "INSERT INTO push_connections (connection_id, caller_id, roles, connected_at, expires_at)"
-        " VALUES ('old', 'worker-2', ARRAY['worker'], now() - interval '2 hours',"
-        " now() - interval '1 second')"
-    )
-    queued: list[delivery.Delivery] = []
-    assert delivery.close_expired(conn, queued.append) == ["old"]
-    assert queued == [delivery.Delivery(close=["old"])]
-    left = {r["connection_id"] for r in conn.execute("SELECT connection_id FROM push_connections")}
-    assert left == {live}
-
-
 def test_the_poster_makes_its_calls_at_once() -> None:
     """POSTS_AT_ONCE posts are in flight together: the first of them wait at a barrier for one
     another, which calls made one at a time would never pass (each would fail at its timeout
@@ -404,8 +388,9 @@ def test_the_poster_makes_its_calls_at_once() -> None:
 def test_the_expiry_sweep_drains_a_backlog_a_batch_at_a_time(
     conn: db.Connection, connected: Callable[[str, str], str]
 ) -> None:
-    """More expired than a batch (phones on hour-long tokens: some 1,700 a minute at 100k)
-    all go in one run; a run out of time leaves the rest to the next."""
+    """What ran out is closed and forgotten, nothing else; more than a batch (phones on
+    hour-long tokens: some 1,700 a minute at 100k) all goes in one run; a run out of time
+    leaves the rest to the next."""
     live = connected("worker-1", "worker")
     conn.execute(
         "INSERT INTO push_connections (connection_id, caller_id, roles, connected_at, expires_at)"
@@ -418,6 +403,7 @@ def test_the_expiry_sweep_drains_a_backlog_a_batch_at_a_time(
     assert len(ended) == 701
     assert sorted(c for d in queued for c in d.close) == sorted(f"old-{n}" for n in range(1, 1202))
     assert max(len(d.close) for d in queued) <= delivery.IDS_PER_MESSAGE
+    assert all(d.post == [] and d.data == "" for d in queued)  # closes only
     left = {r["connection_id"] for r in conn.execute("SELECT connection_id FROM push_connections")}
     assert left == {live}
 
