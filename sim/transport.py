@@ -141,7 +141,7 @@ class Bus:
 
 class Transport:
     """The outbox queue, the offer queue, the push queues and the bus, in process, and their
-    consumers. The push queues are fed (the bus's push rule) only when the run samples
+    consumers. The push queues are fed (the publisher's deliveries) only when the run samples
     phones over real sockets (sim/push.py)."""
 
     OUTBOX = "https://sqs.local/123456789012/dispatch-sim-outbox.fifo"

@@ -72,14 +72,6 @@ def start(database: str, home: Path, aws_stand_in: str) -> tuple[str, Any]:
         DISPATCH_LEASE_SECONDS="2",
         DISPATCH_SWEEP_INTERVAL_SECONDS="1",
     )
-    # The stack subscribes its push queue to the bus; that queue lives in the stack's own
-    # stand-in, which the test's bus cannot reach (in AWS both are one account's), so every
-    # put would fail on it. Push is not what this test is about: the bus keeps the tap alone.
-    events = boto3.client("events")
-    push = f"{BUS}-push"
-    if push in {r["Name"] for r in events.list_rules(EventBusName=BUS)["Rules"]}:
-        events.remove_targets(Rule=push, EventBusName=BUS, Ids=["push"])
-        events.delete_rule(Name=push, EventBusName=BUS)
     return started
 
 

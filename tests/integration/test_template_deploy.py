@@ -208,9 +208,8 @@ UNNAMED = {  # CloudFormation names these itself, or their names are scoped to t
     "AWS::SNS::Topic", "AWS::SNS::Subscription", "AWS::CloudWatch::Alarm", "AWS::S3::Bucket",
     "AWS::S3::BucketPolicy", "AWS::KMS::Key", "AWS::CloudFormation::WaitConditionHandle",
     "Custom::Migrations", "Custom::ApiGatewayAccount", "Custom::VersionPruning",
-    # push (issue 23): the WebSocket API's parts, the bus rule, the push queue's policy
+    # push (issue 23): the WebSocket API's parts
     "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route",
-    "AWS::Events::Rule", "AWS::SQS::QueuePolicy",
 }  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-"""Who is connected: the $connect and $disconnect handlers' work, and the sender's look-ups."""
+"""Who is connected: the $connect and $disconnect handlers' work, and the look-ups of who
+hears an event and what expired."""
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

@@ -54,7 +54,7 @@ class RecipientRow(TypedDict):
 # else. Three branches, each on its own index (push_connections_ops, push_connections_caller):
 # one WHERE of ORs with a sub-query scanned every connection for every event (28 ms at 100k
 # rows; tests/integration/test_push.py holds the plan). Expired connections come back
-# marked: the sender closes them instead of sending.
+# marked: they are closed instead of sent to.
 RECIPIENTS: Query[RecipientsParams, RecipientRow] = Query("""
 SELECT c.connection_id, c.expires_at <= now() AS expired
   FROM push_connections c
