@@ -14,7 +14,8 @@
    answers are compared (same ids, same order, distances within 0.1 m). PostGIS is installed
    for the benchmark only; where the server lacks it, that side is reported as missing.
 2. Location updates: the handler's CPU per update (in process, warm) against a bare redis-py
-   GEOADD plus ZADD in the same run.
+   GEOADD plus ZADD on one pair of keys (the least a position needs) in the same run; each
+   worker moves about 55 m between its reports, so some reports change cell.
 """
 
 import argparse
@@ -222,42 +223,57 @@ class LocationReport:
         return self.handler_cpu_us / self.bare_cpu_us
 
 
-def _location_events(updates: int) -> list[dict[str, Any]]:
+def _walks(updates: int) -> list[tuple[str, float, float]]:
+    """(worker, lat, lng) of each update: 1,000 workers, each starting somewhere (mostly in the
+    metro) and moving about 55 m north-east between its reports, as a courier between stops
+    does in 30 s; so a report now and then takes its worker into another cell."""
+    rng = random.Random(5)
+    starts = [random_point(rng) for _ in range(1_000)]
+    step = 0.0005
+    return [
+        (f"bench-w-{n % 1_000}", starts[n % 1_000][0] + step * (n // 1_000),
+         starts[n % 1_000][1] + step * (n // 1_000))
+        for n in range(updates)
+    ]  # fmt: skip
+
+
+def _location_events(walks: list[tuple[str, float, float]]) -> list[dict[str, Any]]:
     from dispatch_local.events import http_api_event
     from dispatch_local.template import find, routes
     from dispatch_local.tokens import as_api_gateway_claims
 
     route, params = find(routes(), "PUT", "/workers/me/location")  # type: ignore[misc]
-    rng = random.Random(5)
-    events = []
-    for n in range(updates):
-        lat, lng = random_point(rng)
-        events.append(
-            http_api_event(
-                route,
-                params,
-                "PUT",
-                "/workers/me/location",
-                "",
-                [("content-type", "application/json"), ("idempotency-key", f"k-{n}")],
-                json.dumps({"lat": lat, "lng": lng}).encode(),
-                as_api_gateway_claims(
-                    {"sub": f"bench-w-{n % 1_000}", "cognito:groups": ["worker"]}
-                ),
-            )
+    return [
+        http_api_event(
+            route,
+            params,
+            "PUT",
+            "/workers/me/location",
+            "",
+            [("content-type", "application/json"), ("idempotency-key", f"k-{n}")],
+            json.dumps({"lat": lat, "lng": lng}).encode(),
+            as_api_gateway_claims({"sub": worker_id, "cognito:groups": ["worker"]}),
         )
-    return events
+        for n, (worker_id, lat, lng) in enumerate(walks)
+    ]
 
 
 def locations(redis_url: str, updates: int, blocks: int = 6) -> LocationReport:
     """CPU per location update in this process, warm: the real handler (the function's own
-    module, its validation, auth and answer) against bare redis-py, the same two writes
-    (GEOADD and ZADD, pipelined), on the same Redis. Blocks alternate A B B A."""
-    with environment_restored("REDIS_URL", "POWERTOOLS_METRICS_DISABLED"):
+    module, its validation, auth and answer, its cell's writes and its own key) against bare
+    redis-py writing the least a position needs (GEOADD and ZADD on one pair of keys, pipelined:
+    the layout before cells), on the same Redis. Blocks alternate A B B A."""
+    with environment_restored(
+        "REDIS_URL", "POWERTOOLS_METRICS_DISABLED", "DISPATCH_REDIS_NAMESPACE"
+    ):
         os.environ["REDIS_URL"] = redis_url
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # stdout is not measured
+        os.environ["DISPATCH_REDIS_NAMESPACE"] = "bench-geo"  # its own keys, forgotten after
         settings.cache_clear()  # read again, with this Redis
-        return _locations(redis_url, updates, blocks)
+        try:
+            return _locations(redis_url, updates, blocks)
+        finally:
+            settings.cache_clear()
 
 
 def _locations(redis_url: str, updates: int, blocks: int) -> LocationReport:
@@ -267,9 +283,8 @@ def _locations(redis_url: str, updates: int, blocks: int) -> LocationReport:
 
     route, _ = find(routes(), "PUT", "/workers/me/location")  # type: ignore[misc]
     handler, context = handler_of(route), LambdaContext(function_name=route.function)
-    events = _location_events(updates)
-    rng = random.Random(5)
-    points = [random_point(rng) for _ in range(updates)]
+    walks = _walks(updates)
+    events = _location_events(walks)
     client = redis.Redis.from_url(redis_url)
 
     def through_handler() -> None:
@@ -277,10 +292,10 @@ def _locations(redis_url: str, updates: int, blocks: int) -> LocationReport:
             handler(event, context)
 
     def bare() -> None:
-        for n, (lat, lng) in enumerate(points):
+        for worker_id, lat, lng in walks:
             pipe = client.pipeline(transaction=False)
-            pipe.geoadd("bench:positions", (lng, lat, f"bench-w-{n % 1_000}"))
-            pipe.zadd("bench:seen", {f"bench-w-{n % 1_000}": time.time()})
+            pipe.geoadd("bench:positions", (lng, lat, worker_id))
+            pipe.zadd("bench:seen", {worker_id: time.time()})
             pipe.execute()
 
     answer = handler(events[0], context)  # connect and warm up off the clock
@@ -295,9 +310,7 @@ def _locations(redis_url: str, updates: int, blocks: int) -> LocationReport:
             cpu[side].append((time.process_time_ns() - c0) / 1e3 / updates)
             wall[side].append((time.perf_counter_ns() - w0) / 1e3 / updates)
     client.delete("bench:positions", "bench:seen")
-    bench_workers = [f"bench-w-{i}" for i in range(1_000)]
-    for key in dispatch_locations.position_keys():
-        client.zrem(key, *bench_workers)
+    dispatch_locations.forget_everyone(client)
     return LocationReport(
         updates,
         blocks,
@@ -348,8 +361,10 @@ def report(by_size: Sequence[NearbyReport], loc: LocationReport) -> str:
         "",
         f"Location updates: CPU in this process per update, warm, median of {loc.blocks} blocks"
         f" of {loc.updates:,} (alternating). The handler is the route's own function (parse,"
-        " validate, auth, the two writes, the answer); the baseline is bare redis-py sending the"
-        " same GEOADD and ZADD in one pipelined round trip.",
+        " validate, auth, its own key and its cell's two sets in one round trip, a second when"
+        " the worker changed cell, the answer); the baseline is bare redis-py sending a GEOADD"
+        " and a ZADD to one pair of keys in one pipelined round trip (the least a position"
+        " needs). Each worker moves about 55 m between its reports.",
         "",
         "| location update | CPU us per update | wall us per update | x bare CPU |",
         "| --- | ---: | ---: | ---: |",

@@ -185,7 +185,7 @@ def run(url: str, workers: int = 2000, jobs: int = 150, seed: int = 24) -> Repor
         history = prepare(url, workers, seed)
         fit_ms, answers = fit_market(url)
         latencies, offered = measure(url, jobs, seed)
-        locations.client().delete(*locations.position_keys())
+        locations.forget_everyone()
     finally:
         for key, value in saved.items():
             if value is None:

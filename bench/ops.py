@@ -93,6 +93,7 @@ PHOTO = (
 def build_city(url: str, redis_url: str, seed: int = 13) -> None:
     """The district after its rush, on `url`'s database and `redis_url`'s positions."""
     from dispatch.workers import locations
+    from dispatch.workers.models import WorkerPosition
 
     rng = random.Random(seed)
     statuses = [status for status, share in MIX for _ in range(round(share * JOBS))]
@@ -127,16 +128,12 @@ def build_city(url: str, redis_url: str, seed: int = 13) -> None:
                 },
             )
         conn.execute("VACUUM ANALYZE")
-    client = redis.Redis.from_url(redis_url)
-    client.delete(*locations.position_keys())
+    locations.forget_everyone(redis.Redis.from_url(redis_url))
     now = time.time()
-    pipe = client.pipeline(transaction=False)
     for w in range(WORKERS):
         lat = METRO[0] + rng.uniform(-0.18, 0.18)
         lng = METRO[1] + rng.uniform(-0.18, 0.18)
-        pipe.geoadd(locations.position_keys().positions, (lng, lat, f"w-{w}"))
-        pipe.zadd(locations.position_keys().seen, {f"w-{w}": now - rng.uniform(0, 30)})
-    pipe.execute()
+        locations.report(f"w-{w}", WorkerPosition(lat=lat, lng=lng), now=now - rng.uniform(0, 30))
 
 
 @dataclass(frozen=True)
@@ -163,16 +160,24 @@ def floors(conn: db.Connection, client: redis.Redis, cursor: tuple[str, str]) ->
     def jobs() -> None:
         conn.execute(sql.JOBS_IN_BOX.sql, {**box, "statuses": live, "limit": 1000}).fetchall()
 
-    positions = locations.position_keys().positions
+    cells = [locations.cell_keys(cell) for cell in locations.cells_in_box(
+        box["min_lng"], box["min_lat"], box["max_lng"], box["max_lat"])]  # fmt: skip
 
     def workers() -> None:
-        found: list[tuple[bytes, tuple[float, float]]] = client.geosearch(  # type: ignore[assignment]  # WITHCOORD
-            positions, longitude=77.595, latitude=12.97, width=40_500, height=40_400,
-            unit="m", sort="ASC", count=5000, withcoord=True,
-        )  # fmt: skip
-        ids = [w.decode() for w, _ in found]
-        client.zmscore(locations.position_keys().seen, ids)
-        conn.execute(sql.BUSY_WORKERS.sql, {"ids": ids}).fetchall()
+        """Each cell's search, then when each found was seen, one pipeline each (as the route)."""
+        pipe = client.pipeline(transaction=False)
+        for keys in cells:
+            pipe.geosearch(
+                keys.positions, longitude=77.595, latitude=12.97, width=40_500, height=40_400,
+                unit="m", sort="ASC", count=5000, withcoord=True,
+            )  # fmt: skip
+        found = [[w.decode() for w, _ in hits] for hits in pipe.execute()]
+        pipe = client.pipeline(transaction=False)
+        for keys, ids in zip(cells, found, strict=True):
+            if ids:
+                pipe.zmscore(keys.seen, ids)
+        pipe.execute()
+        conn.execute(sql.BUSY_WORKERS.sql, {"ids": [w for ids in found for w in ids]}).fetchall()
 
     def events() -> None:
         conn.execute(

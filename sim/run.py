@@ -124,8 +124,8 @@ class Services:
                 from dispatch.config import settings
                 from dispatch.workers import locations
 
-                locations.connect(self.redis_url, cluster=settings().redis_cluster).delete(
-                    *locations.position_keys()
+                locations.forget_everyone(
+                    locations.connect(self.redis_url, cluster=settings().redis_cluster)
                 )
                 yield url, self.redis_url
             else:

@@ -254,11 +254,12 @@ def api(conn: db.Connection) -> Api:
 
 
 @pytest.fixture
-def cache(redis_url: str) -> Iterator["locations.Client"]:
+def cache(redis_url: str, database_url: str) -> Iterator["locations.Client"]:
     """The real Redis (a cluster in the AWS-path tier), worker positions emptied before and
-    after (by a client of its own: a test may point the handlers' elsewhere meanwhile)."""
+    after (by a client of its own: a test may point the handlers' elsewhere meanwhile). After
+    the database's URL is set: the keys' namespace is a setting, read with the others."""
     client = locations.connect(redis_url, cluster=AWS_PATH)
-    client.delete(*locations.position_keys())
+    locations.forget_everyone(client)
     locations.client.cache_clear()
     yield client
-    client.delete(*locations.position_keys())
+    locations.forget_everyone(client)

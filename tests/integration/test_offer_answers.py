@@ -92,7 +92,7 @@ def quick(configure: Configure) -> None:
 def offer_to(conn: db.Connection, waves: Waves, cache: redis.Redis, worker: str,
              metres: float = 1000) -> UUID:  # fmt: skip
     """A new job offered to `worker` alone (standing `metres` away, the only one there)."""
-    cache.delete(*locations.position_keys())
+    locations.forget_everyone(cache)
     if conn.execute("SELECT 1 FROM workers WHERE id = %s", (worker,)).fetchone():
         lat, lng = destination(*HERE, 0, metres)
         locations.report(worker, WorkerPosition(lat=lat, lng=lng), now=time.time())

@@ -46,7 +46,7 @@ def test_nearest_makes_exactly_the_seed_choices(
     rng = random.Random(24)
     for town in range(20):
         empty_the_tables(conn)
-        cache.delete(*locations.position_keys())
+        locations.forget_everyone(cache)
         workers = []
         for n in range(rng.randrange(3, 15)):
             # Away from the 100 m band edges, so that Redis's rounding cannot move a worker.
@@ -224,7 +224,7 @@ def test_the_sweep_fits_the_markets_curve_and_the_waves_read_it(
     for distance in (500, 2500, 4500, 6500):
         takes = round(15 * 0.9 / (1 + (distance / 5000) ** 2))  # of the 15 offered there
         for n in range(15):
-            cache.delete(*locations.position_keys())
+            locations.forget_everyone(cache)
             place(conn, f"w{distance}-{n}", distance, bearing=24 * n)
             job_id, created = open_job(conn)
             waves.run(conn, first_wave(created))
@@ -247,7 +247,7 @@ def test_the_sweep_fits_the_markets_curve_and_the_waves_read_it(
     assert sweeper.sweep(conn).market_refit is False  # not due again for ten minutes
 
     def why_of_next_offer() -> dict[str, Any]:
-        cache.delete(*locations.position_keys())
+        locations.forget_everyone(cache)
         place(conn, f"next-{len(waves.put)}", 4000)
         _, created = open_job(conn)
         waves.run(conn, first_wave(created))

@@ -5,7 +5,7 @@ that nobody is offered twice, and what an unreachable Redis does."""
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 import boto3
@@ -101,7 +101,9 @@ def offers_of(conn: db.Connection, job_id: UUID) -> list[dict[str, Any]]:
     ).fetchall()
 
 
-def test_waves_widen_on_schedule_then_tell_the_business(conn: db.Connection, waves: Waves) -> None:
+def test_waves_widen_on_schedule_then_tell_the_business(
+    conn: db.Connection, waves: Waves, cache: redis.Redis
+) -> None:
     for n in range(4):
         place(conn, f"a{n}", 1_000 + n * 400, bearing=n * 90)  # within 3 km
     for n in range(12):
@@ -109,6 +111,8 @@ def test_waves_widen_on_schedule_then_tell_the_business(conn: db.Connection, wav
     for n in range(30):
         place(conn, f"c{n}", 6_000 + n * 50, bearing=n * 12)  # within 8 km
     place(conn, "far", 9_000)
+    # Kept in cells of the map: the waves read each their radius reaches, as one map.
+    assert len(cast(set[bytes], cache.smembers(locations.cells_key()))) == 4
     job_id, created = open_job(conn)
 
     request = first_wave(created)

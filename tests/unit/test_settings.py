@@ -28,7 +28,9 @@ def test_waves_are_size_at_radius_in_order(environment: pytest.MonkeyPatch) -> N
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("waves", ["", "3", "3@", "0@3000", "3@-1", "three@3000"])
+@pytest.mark.parametrize(
+    "waves", ["", "3", "3@", "0@3000", "3@-1", "three@3000", "3@3000,10@50001"]
+)
 def test_bad_waves_fail_the_cold_start_naming_the_variable(
     environment: pytest.MonkeyPatch, waves: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,9 +26,15 @@ def _waves(value: object) -> object:
     return waves
 
 
+# A wave reads every cell of the map its radius touches (dispatch.workers.locations).
+MAX_WAVE_RADIUS_M = 50_000
+
+
 def _positive_waves(waves: list[Wave]) -> list[Wave]:
     if not waves or any(w.size <= 0 or w.radius_m <= 0 for w in waves):
         raise ValueError("offer waves need a positive size and radius each, and at least one")
+    if any(w.radius_m > MAX_WAVE_RADIUS_M for w in waves):
+        raise ValueError(f"an offer wave's radius is at most {MAX_WAVE_RADIUS_M} m")
     return waves
 
 
