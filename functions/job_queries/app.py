@@ -14,6 +14,7 @@ from dispatch.http.resolver import DispatchResolver, entrypoint
 from dispatch.jobs import queries
 from dispatch.jobs.models import Job, JobEvents, NearbyJobs
 from dispatch.models import ApiId
+from dispatch.workers import locations
 
 app = DispatchResolver()
 READERS = {Role.BUSINESS, Role.WORKER, Role.OPS}
@@ -33,11 +34,15 @@ def nearby(
     lng: Annotated[float, Query(ge=-180, le=180)],
     radius_m: Annotated[float, Query(gt=0, le=50_000)] = 3_000,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    here: Annotated[bool, Query()] = True,
 ) -> Response[Any]:
+    """`lat` and `lng` are where I am, and the read is also my position report, unless
+    `here=false` (a search around another place)."""
     worker = app.caller
-    return app.answer(
-        db.run(lambda conn: queries.nearby_jobs(conn, worker.id, lat, lng, radius_m, limit))
-    )
+    found = db.run(lambda conn: queries.nearby_jobs(conn, worker.id, lat, lng, radius_m, limit))
+    if here:
+        locations.report_with_a_read(worker.id, lat, lng)
+    return app.answer(found)
 
 
 @app.endpoint(

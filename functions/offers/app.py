@@ -5,17 +5,19 @@ has declined, the next wave goes out at once)."""
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from dispatch import db
 from dispatch.auth import Role
-from dispatch.errors import Code
+from dispatch.errors import Code, DispatchError
+from dispatch.fields import GEO_MAX_LAT
 from dispatch.http.keyed import KeyedResolver
 from dispatch.http.openapi import KEYED_WRITE, SIGNED_IN, answers
 from dispatch.http.resolver import entrypoint
 from dispatch.models import ApiId, Resource
 from dispatch.offers import inbox, rounds
 from dispatch.offers.models import Declined, DeclineJob, Offers
+from dispatch.workers import locations
 
 app = KeyedResolver()
 NO_BODY = DeclineJob()  # an empty body means {}
@@ -29,9 +31,21 @@ NO_BODY = DeclineJob()  # an empty body means {}
     responses=answers(200, Offers, *SIGNED_IN),
     summary="The offers made to me that are still open",
 )
-def my_offers() -> Response[Any]:
+def my_offers(
+    lat: Annotated[float | None, Query(ge=-GEO_MAX_LAT, le=GEO_MAX_LAT)] = None,
+    lng: Annotated[float | None, Query(ge=-180, le=180)] = None,
+) -> Response[Any]:
+    """With `lat` and `lng` (where I am), the read is also my position report."""
     worker = app.caller
-    return app.answer(db.run(lambda conn: inbox.offers_of(conn, worker.id)))
+    if (lat is None) != (lng is None):
+        raise DispatchError(
+            Code.VALIDATION_FAILED, [{"field": "lat" if lat is None else "lng", "problem":
+                                      "lat and lng come together (where I am) or not at all"}]
+        )  # fmt: skip
+    offers = db.run(lambda conn: inbox.offers_of(conn, worker.id))
+    if lat is not None and lng is not None:
+        locations.report_with_a_read(worker.id, lat, lng)
+    return app.answer(offers)
 
 
 @app.endpoint(

@@ -7,7 +7,7 @@ import copy
 import importlib.util
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -189,6 +189,33 @@ def queue_consumers(template: dict[str, Any] | None = None) -> list[QueueConsume
     return found
 
 
+@dataclass(frozen=True)
+class StreamConsumer(Function):
+    stream: str  # logical id of the Kinesis stream
+    batch_size: int
+    window_seconds: float  # MaximumBatchingWindowInSeconds: how long a batch may gather
+    max_age_seconds: float  # MaximumRecordAgeInSeconds: older records are skipped
+    retries: int  # MaximumRetryAttempts: a failing batch is tried this many more times
+
+
+def stream_consumers(template: dict[str, Any] | None = None) -> list[StreamConsumer]:
+    """Every Kinesis event source: which function consumes which stream, in what batches."""
+    found: list[StreamConsumer] = []
+    for function, event in _events(template, ("Kinesis",)):
+        stream = event["Stream"]  # {"GetAtt": "PositionStream.Arn"} once read
+        found.append(
+            StreamConsumer(
+                **vars(function),
+                stream=str(stream["GetAtt"]).split(".")[0],
+                batch_size=int(event.get("BatchSize", 100)),
+                window_seconds=float(event.get("MaximumBatchingWindowInSeconds", 0)),
+                max_age_seconds=float(event.get("MaximumRecordAgeInSeconds", 604_800)),
+                retries=int(event.get("MaximumRetryAttempts", 10_000)),
+            )
+        )
+    return found
+
+
 def find(
     all_routes: list[Route], method: str, path: str, default: Route | None = None
 ) -> tuple[Route, dict[str, str]] | None:
@@ -225,13 +252,27 @@ def handler_of(function: Function) -> Callable[[dict[str, Any], Any], Any]:
 
 
 @dataclass(frozen=True)
+class StreamRoute:
+    """A WebSocket route whose integration puts the message on a Kinesis stream (API Gateway's
+    service integration, no Lambda): the model that holds the message first (JSON Schema),
+    and the stream (its logical id). Its mapping template is read by the local gateway only
+    as tests/integration/test_position_stream.py holds it: data the message, partition key
+    `<principalId> <roles>`."""
+
+    model: dict[str, Any]
+    stream: str
+    request_template: str
+
+
+@dataclass(frozen=True)
 class WebSocketApi:
     """The template's WebSocket API as the local gateway serves it: each route key ($connect,
-    $disconnect, $default) to the function its integration invokes, and $connect's
-    authorizer function."""
+    $disconnect, $default) to the function its integration invokes, each route whose
+    integration is a stream (`position`), and $connect's authorizer function."""
 
     routes: dict[str, Function]
     authorizer: Function | None
+    streams: dict[str, StreamRoute] = field(default_factory=dict)
 
 
 _FUNCTION_ARN = re.compile(r"\$\{(\w+)\.Arn\}")
@@ -259,6 +300,7 @@ def websocket_api(template: dict[str, Any] | None = None) -> WebSocketApi | None
     template = template or load_template()
     resources = template.get("Resources", {})
     found: dict[str, Function] = {}
+    streams: dict[str, StreamRoute] = {}
     authorizer: Function | None = None
     for resource in resources.values():
         if resource.get("Type") != "AWS::ApiGatewayV2::Route":
@@ -271,10 +313,33 @@ def websocket_api(template: dict[str, Any] | None = None) -> WebSocketApi | None
             target["Sub"] if isinstance(target, dict) else target,
         )
         integration = resources[integration_id]["Properties"]
+        if integration.get("IntegrationType") == "AWS":
+            streams[str(props["RouteKey"])] = _stream_route(resources, props, integration)
+            continue
         found[str(props["RouteKey"])] = _invoked_function(template, integration["IntegrationUri"])
         if props.get("AuthorizationType") == "CUSTOM":
             authorizer_id = props["AuthorizerId"]["Ref"]
             authorizer = _invoked_function(
                 template, resources[authorizer_id]["Properties"]["AuthorizerUri"]
             )
-    return WebSocketApi(found, authorizer) if found else None
+    return WebSocketApi(found, authorizer, streams) if found else None
+
+
+def _stream_route(
+    resources: dict[str, Any], route: dict[str, Any], integration: dict[str, Any]
+) -> StreamRoute:
+    """A route into Kinesis (PutRecord): its model by name, its stream from the template."""
+    uri = integration["IntegrationUri"]
+    if "kinesis:action/PutRecord" not in str(uri["Sub"] if isinstance(uri, dict) else uri):
+        raise ValueError(f"not a Kinesis PutRecord integration: {uri}")
+    (model_name,) = route["RequestModels"].values()
+    model = next(
+        r["Properties"]["Schema"]
+        for r in resources.values()
+        if r.get("Type") == "AWS::ApiGatewayV2::Model" and r["Properties"]["Name"] == model_name
+    )
+    text = str(integration["RequestTemplates"]["$default"]["Sub"])
+    stream = re.search(r"\$\{(\w+)\}", text)
+    if stream is None:
+        raise ValueError(f"no stream named in the mapping template: {text}")
+    return StreamRoute(model=model, stream=stream.group(1), request_template=text)

@@ -133,8 +133,9 @@ def test_an_api_function_imports_neither_boto3_nor_redis_at_cold_start(
 # What an API function's cold start must not import because no route of it uses it (issue 36:
 # "import what the route uses, nothing else"; bench/coldstart.py measures the cost). Each entry
 # was read from the routes: the position store (Redis GEO) is read or written by the location
-# report (workers), the applicants' distances (applications), the ops map's workers (ops) and
-# the favourites' freshness (rosters), and by no other route; the offer policy and the waves
+# report (workers), the applicants' distances (applications), the ops map's workers (ops), the
+# favourites' freshness (rosters), and the two reads that carry the worker's position (nearby
+# in job_queries, the offers' list in offers), and by no other route; the offer policy and the waves
 # run in the wave consumer, the sweeper, retention, push and migrations in their own functions;
 # pydantic-settings is no dependency of the layer. The idempotency store and the outbox relay
 # only where a route keeps its answer under the Idempotency-Key (a KeyedResolver's): those are
@@ -161,6 +162,8 @@ USES_POSITIONS = {
     "functions/applications/",
     "functions/ops/",
     "functions/rosters/",
+    "functions/job_queries/",
+    "functions/offers/",
 }
 RUNS_JOB_COMMANDS = {
     "functions/accept_job/",

@@ -210,6 +210,8 @@ UNNAMED = {  # CloudFormation names these itself, or their names are scoped to t
     "Custom::Migrations", "Custom::ApiGatewayAccount", "Custom::VersionPruning",
     # push (issue 23): the WebSocket API's parts
     "AWS::ApiGatewayV2::Authorizer", "AWS::ApiGatewayV2::Integration", "AWS::ApiGatewayV2::Route",
+    # positions off the HTTP path (issue 37): the route's model (named within its API), the stream
+    "AWS::ApiGatewayV2::Model", "AWS::Kinesis::Stream",
 }  # fmt: skip
 
 
@@ -313,8 +315,9 @@ def test_no_function_runs_before_its_schema() -> None:
     """Every function that reaches the database is created or updated after the migrations
     (its alias and version follow it); only the migrator, the console, which serves
     files, the push authorizer, which checks a signature, the push poster, which calls
-    the management API outside the VPC, and the two deploy-time custom resources (the
-    account's API Gateway role, old versions), which call AWS APIs only, are not."""
+    the management API outside the VPC, the positions consumer, which writes Redis only, and
+    the two deploy-time custom resources (the account's API Gateway role, old versions),
+    which call AWS APIs only, are not."""
     template = generated()
     for logical_id, function in functions(template).items():
         if logical_id in (
@@ -322,6 +325,7 @@ def test_no_function_runs_before_its_schema() -> None:
             "ConsoleFunction",
             "PushAuthorizerFunction",
             "PushPosterFunction",
+            "PositionsFunction",
             "ApiGatewayAccountFunction",  # deploy-time custom resources, no database
             "PruneVersionsFunction",
         ):
@@ -500,13 +504,20 @@ def test_each_route_is_throttled_above_its_seed_load() -> None:
 
 def test_queue_consumers_are_capped() -> None:
     """A FIFO consumer scales to one environment per message group (job): uncapped, a backlog
-    would take the API's concurrency and the proxy's connections."""
+    would take the API's concurrency and the proxy's connections. The position stream's
+    consumer runs one environment per shard (no parallelization), and reaches no database."""
     mappings = of_type(generated(), "AWS::Lambda::EventSourceMapping")
+    queues = {k: m for k, m in mappings.items()
+              if "Queue" in m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]}  # fmt: skip
     # the outbox, the offer waves, push's deliveries and its gone reports
-    assert len(mappings) == 4
-    for logical_id, mapping in mappings.items():
+    assert len(queues) == 4
+    for logical_id, mapping in queues.items():
         cap = mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"]
         assert 2 <= cap <= 20, logical_id  # Lambda's floor is 2; docs/scaling.md sizes it
+    (stream,) = (m["Properties"] for k, m in mappings.items() if k not in queues)
+    assert stream["EventSourceArn"] == {"Fn::GetAtt": ["PositionStream", "Arn"]}
+    assert stream.get("ParallelizationFactor", 1) == 1  # a worker's reports stay in order
+    assert stream["MaximumRecordAgeInSeconds"] <= 120  # the freshness period: older is useless
 
 
 # -- 9. photo uploads may write photos and nothing else ----------------------------------------
@@ -665,7 +676,9 @@ def test_the_websocket_stage_waits_for_the_accounts_cloudwatch_role() -> None:
         if r["Properties"]["ApiId"] == {"Ref": "PushApi"}
     )
     assert "AccessLogSettings" in resources[stage_id]["Properties"]
-    assert resources[stage_id]["DependsOn"] == "ApiGatewayAccount"
+    # and after the position route, whose throttling it sets
+    assert resources[stage_id]["DependsOn"] == ["ApiGatewayAccount", "PositionRoute"]
+    assert set(resources[stage_id]["Properties"]["RouteSettings"]) == {"position"}
     account = resources["ApiGatewayAccount"]
     assert account["Type"] == "Custom::ApiGatewayAccount"
     assert account["Properties"]["RoleArn"] == {"Fn::GetAtt": ["ApiGatewayCloudWatchRole", "Arn"]}

@@ -13,7 +13,7 @@ import heapq
 import importlib
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from dispatch.config import settings
 from dispatch.errors import CacheUnavailable
 from dispatch.fields import GEO_MAX_LAT
-from dispatch.observability import logger
+from dispatch.observability import count, logger
 from dispatch.snapshots import before_snapshot
 from dispatch.workers.models import WorkerPosition
 
@@ -201,34 +201,78 @@ def _record(value: bytes | None) -> tuple[float, float, float] | None:
     return float(lat), float(lng), float(seen)
 
 
+class Report(NamedTuple):
+    """A worker was here at `seen` (a Unix time)."""
+
+    worker_id: str
+    lat: float
+    lng: float
+    seen: float
+
+
 def report(worker_id: str, where: WorkerPosition, now: float | None = None) -> None:
-    """The worker is here now. One round trip: its own key (its last position, the old one
-    answered by SET ... GET) and its cell's two sets. A second when it entered another cell:
-    out of the old cell, and the new cell registered for the prune."""
-    seen = time.time() if now is None else now
+    """The worker is here now (the HTTP route, a read that carries a position)."""
+    report_many([Report(worker_id, where.lat, where.lng, time.time() if now is None else now)])
+
+
+def report_with_a_read(worker_id: str, lat: float, lng: float) -> bool:
+    """A read that carries where the worker is counts as a report (the contract's rule,
+    docs/api.md "Reporting positions"). Redis out of reach fails the report, never the read:
+    False, logged and counted; the app's next report brings the position."""
+    if abs(lat) > GEO_MAX_LAT:
+        return False  # beyond what Redis GEO indexes: nobody is offered anything up there
+    try:
+        report(worker_id, WorkerPosition(lat=lat, lng=lng))
+    except CacheUnavailable as error:
+        logger.warning("position with a read not recorded", extra={"error": str(error)})
+        count("PositionsNotRecorded")
+        return False
+    return True
+
+
+def report_many(reports: Iterable[Report]) -> int:
+    """Write reports, the latest of each worker's (a batch off the position stream, or one);
+    returns how many workers were written. One round trip for them all: each worker's own key
+    (its last position, the one before answered by SET ... GET) and its cell's two sets. A
+    second when some entered another cell: out of the old cell, the new registered for the
+    prune. Reports of one worker arrive in order (the stream keeps each worker's in order)."""
+    latest: dict[str, Report] = {}
+    for one in reports:
+        if one.worker_id not in latest or latest[one.worker_id].seen <= one.seen:
+            latest[one.worker_id] = one
+    if not latest:
+        return 0
     keep = settings().location_keep_seconds
-    cell = cell_of(where.lat, where.lng)
-    positions, seen_at = cell_keys(cell)
+    margin = min(RECORD_MARGIN_S, keep / 2)
+    cells = {worker_id: cell_of(one.lat, one.lng) for worker_id, one in latest.items()}
     with reachable() as r:
         pipe = r.pipeline(transaction=False)
-        pipe.set(
-            record_key(worker_id),
-            f"{where.lat!r} {where.lng!r} {seen!r}",
-            pxat=max(1, int((seen + keep - min(RECORD_MARGIN_S, keep / 2)) * 1000)),
-            get=True,
-        )
-        pipe.geoadd(positions, (where.lng, where.lat, worker_id))
-        pipe.zadd(seen_at, {worker_id: seen})
-        before = _record(pipe.execute()[0])
-        left = None if before is None else cell_of(before[0], before[1])
-        if left == cell:
-            return
-        pipe = r.pipeline(transaction=False)
-        if left is not None:
-            pipe.zrem(cell_keys(left).positions, worker_id)
-            pipe.zrem(cell_keys(left).seen, worker_id)
-        pipe.sadd(cells_key(), cell)
-        pipe.execute()
+        for worker_id, one in latest.items():
+            positions, seen_at = cell_keys(cells[worker_id])
+            pipe.set(
+                record_key(worker_id),
+                f"{one.lat!r} {one.lng!r} {one.seen!r}",
+                pxat=max(1, int((one.seen + keep - margin) * 1000)),
+                get=True,
+            )
+            pipe.geoadd(positions, (one.lng, one.lat, worker_id))
+            pipe.zadd(seen_at, {worker_id: one.seen})
+        answers = pipe.execute()
+        moved: list[tuple[str, str | None]] = []
+        for n, worker_id in enumerate(latest):
+            before = _record(answers[3 * n])
+            left = None if before is None else cell_of(before[0], before[1])
+            if left != cells[worker_id]:
+                moved.append((worker_id, left))
+        if moved:
+            pipe = r.pipeline(transaction=False)
+            for worker_id, left in moved:
+                if left is not None:
+                    pipe.zrem(cell_keys(left).positions, worker_id)
+                    pipe.zrem(cell_keys(left).seen, worker_id)
+            pipe.sadd(cells_key(), *{cells[worker_id] for worker_id, _ in moved})
+            pipe.execute()
+    return len(latest)
 
 
 def _fresh(r: "Client", found: list[tuple[float, str, str]]) -> list[tuple[float, str, str, float]]:
