@@ -56,8 +56,9 @@ def runs(folder: Path) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
     return found
 
 
-def waits(replay: Path) -> list[float]:
-    """Each filled job's time to its first accept (city seconds), from the replay."""
+def accepts_in_order(replay: Path) -> list[float | None]:
+    """Each job's time to its first accept (city seconds; None: never assigned), in the order
+    the jobs were posted, from the replay."""
     created: dict[str, float] = {}
     first: dict[str, float] = {}
     for line in replay.read_text().splitlines()[1:]:
@@ -66,7 +67,12 @@ def waits(replay: Path) -> list[float]:
             created[event["job_id"]] = event["t"]
         elif event.get("type") == "job.assigned":
             first.setdefault(event["job_id"], event["t"])
-    return [first[job] - t for job, t in created.items() if job in first]
+    return [first[job] - t if job in first else None for job, t in created.items()]
+
+
+def waits(replay: Path) -> list[float]:
+    """Each filled job's time to its first accept (city seconds), from the replay."""
+    return [t for t in accepts_in_order(replay) if t is not None]
 
 
 def pooled(
@@ -103,15 +109,7 @@ def pooled(
 
 def filled_in_order(replay: Path) -> list[bool]:
     """Whether each job was ever assigned, in the order the jobs were posted."""
-    order: list[str] = []
-    assigned: set[str] = set()
-    for line in replay.read_text().splitlines()[1:]:
-        event = json.loads(line)
-        if event.get("type") == "job.created":
-            order.append(event["job_id"])
-        elif event.get("type") == "job.assigned":
-            assigned.add(event["job_id"])
-    return [job in assigned for job in order]
+    return [t is not None for t in accepts_in_order(replay)]
 
 
 def paired_fill(nearest: Path, likely: Path) -> dict[str, float]:

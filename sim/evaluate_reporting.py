@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.costs import bill
-from sim.evaluate import mcnemar_exact, paired_fill, violations, waits
+from sim.evaluate import accepts_in_order, mcnemar_exact, violations, waits
 from sim.state import percentiles
 
 POLICY = "nearest"
@@ -95,18 +95,33 @@ def verdict(by_label: dict[str, dict[str, Any]]) -> dict[str, bool]:
     }
 
 
-def discordant(found: Runs, city: str, first: str, second: str) -> tuple[int, int, float]:
-    """Jobs one run filled and the other did not, summed over the seeds both have (the same
-    jobs in the same order: the same world), and McNemar's exact p of that split."""
+def paired(found: Runs, city: str, first: str, second: str) -> dict[str, Any]:
+    """Two runs job by job, every seed both have (the same jobs in the same order: the same
+    world): the jobs one filled and the other did not, McNemar's exact p of that split, and
+    each run's time to accept over the jobs both filled (what the other's extra jobs, often
+    the slow ones, leave out)."""
     only_first = only_second = 0
+    both: tuple[list[float], list[float]] = ([], [])
     for seed in sorted(set(found[city][first]) & set(found[city][second])):
-        paired = paired_fill(
-            found[city][first][seed] / f"replay-{POLICY}.jsonl",
-            found[city][second][seed] / f"replay-{POLICY}.jsonl",
-        )
-        only_first += int(paired["only_nearest"])  # paired_fill's names: its first, its second
-        only_second += int(paired["only_likely"])
-    return only_first, only_second, mcnemar_exact(only_first, only_second)
+        replays = (found[city][label][seed] / f"replay-{POLICY}.jsonl" for label in (first, second))
+        for a, b in zip(*(accepts_in_order(replay) for replay in replays), strict=True):
+            only_first += a is not None and b is None
+            only_second += b is not None and a is None
+            if a is not None and b is not None:
+                both[0].append(a)
+                both[1].append(b)
+    return {
+        "only_first": only_first,
+        "only_second": only_second,
+        "p": mcnemar_exact(only_first, only_second),
+        "both": len(both[0]),
+        "accept": [percentiles(times) for times in both],
+    }
+
+
+def one_seed(run: Path) -> str:
+    k = json.loads((run / f"kpis-{POLICY}.json").read_text())
+    return f"{100 * (k['fill_rate'] or 0):.1f}% / {k['time_to_accept_s']['p90'] or 0:.0f}"
 
 
 KINDS = (
@@ -136,9 +151,9 @@ def markdown(found: Runs) -> str:
             "| --- | --- | --- |"]  # fmt: skip
     for city, by_label in pools.items():
         for label, k in by_label.items():
-            seeds = ",".join(str(s) for s in k["seeds"])
+            which = ",".join(str(s) for s in k["seeds"])
             quality.append(
-                f"| {city} | {label} | {seeds} | {k['jobs']} | {100 * (k['fill_rate'] or 0):.1f}%"
+                f"| {city} | {label} | {which} | {k['jobs']} | {100 * (k['fill_rate'] or 0):.1f}%"
                 f" | {k['p50'] or 0:.0f} / {k['p90'] or 0:.0f} |"
                 f" {k['kinds']['5xx']:.0f} / {k['kinds']['violations']:.0f} |"
                 f" {k['lag_p99']:.1f} | ${k['bill'].get('total', 0):.3f} |"
@@ -152,16 +167,36 @@ def markdown(found: Runs) -> str:
                 f" ({100 * by_label['rule']['fill_rate']:.1f}% against {fills}) |"
                 f" {'yes' if v['p90'] else 'no'} ({by_label['rule']['p90']:.0f} s against {p90s}) |"
             )
-    pairs = ["", "Fill job by job (the same jobs in both runs; McNemar's exact test on the jobs"
-             " only one of the two filled), every seed together:", "",
-             "| city | runs | filled by the first only | by the second only | p |",
-             "| --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+    pairs = ["", "Job by job (the same jobs in both runs), every seed together: the jobs only one"
+             " of the two filled (McNemar's exact p), and the time to accept of the jobs both"
+             " filled:", "",
+             "| city | runs | filled by the first only | by the second only | p | both filled |"
+             " accept p50 / p90, first (s) | second (s) |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for city, labels in found.items():
         for first, second in (("interval1", "interval2"), ("interval1", "rule"),
                               ("interval2", "rule")):  # fmt: skip
             if first in labels and second in labels:
-                a, b, p = discordant(found, city, first, second)
-                pairs.append(f"| {city} | {first} / {second} | {a} | {b} | {p:.2f} |")
+                k = paired(found, city, first, second)
+                accept = [f"{t['p50'] or 0:.0f} / {t['p90'] or 0:.0f}" for t in k["accept"]]
+                pairs.append(
+                    f"| {city} | {first} / {second} | {k['only_first']} | {k['only_second']} |"
+                    f" {k['p']:.2f} | {k['both']} | {accept[0]} | {accept[1]} |"
+                )
+    per_seed = [
+        "",
+        "Each seed on its own, fill / accept p90 (s):",
+        "",
+        "| city, seed | " + " | ".join(LABELS) + " |",
+        "| --- |" + " ---: |" * len(LABELS),
+    ]
+    for city, labels in found.items():
+        for seed in sorted({s for runs in labels.values() for s in runs}):
+            cells = [
+                one_seed(labels[label][seed]) if seed in labels.get(label, {}) else "-"
+                for label in LABELS
+            ]
+            per_seed.append(f"| {city} {seed} | " + " | ".join(cells) + " |")
     kinds = ["", "Requests by kind, every seed together:", "",
              "| city | run | " + " | ".join(KINDS) + " |",
              "| --- | --- |" + " ---: |" * len(KINDS)]  # fmt: skip
@@ -183,7 +218,7 @@ def markdown(found: Runs) -> str:
                 + " | ".join(f"${k['bill'].get(i, 0):.3f}" for i in items)
                 + " |"
             )
-    return "\n".join(quality + held + pairs + kinds + bill) + "\n"
+    return "\n".join(quality + held + pairs + per_seed + kinds + bill) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,7 @@
 """The contract's reporting rule as the simulated apps apply it (scenario `workers.rule`):
 when a report is due, and how long an app may sleep before it looks again."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,32 @@ def test_the_rule_is_the_default_and_interval_reproduces_before_it() -> None:
     raw["workers"]["reporting"] = "sometimes"
     with pytest.raises(ValueError, match="reporting"):
         Scenario.model_validate(raw)
+
+
+def test_the_evaluation_pairs_runs_job_by_job_and_holds_the_rule_to_todays_spread(
+    tmp_path: Path,
+) -> None:
+    from sim.evaluate_reporting import Runs, paired, verdict
+
+    def run(name: str, assigned: dict[str, float]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        events: list[dict[str, str | float]] = [{"type": "replay"}]
+        events += [{"t": 10.0 * n, "type": "job.created", "job_id": job}
+                   for n, job in enumerate("abcd")]  # fmt: skip
+        events += [{"t": t, "type": "job.assigned", "job_id": job} for job, t in assigned.items()]
+        (folder / "replay-nearest.jsonl").write_text("\n".join(json.dumps(e) for e in events))
+        return folder
+
+    found: Runs = {"town": {"interval1": {1: run("i", {"a": 5.0, "b": 30.0, "c": 40.0})},
+                            "rule": {1: run("r", {"a": 3.0, "c": 22.0, "d": 31.0})}}}  # fmt: skip
+    k = paired(found, "town", "interval1", "rule")
+    assert (k["only_first"], k["only_second"], k["both"]) == (1, 1, 2)  # b, d; a and c
+    assert [t["p50"] for t in k["accept"]] == [12.5, 2.5]  # a 5 and c 20; a 3 and c 2
+
+    def pool(fill: float, p90: float) -> dict[str, float]:
+        return {"fill_rate": fill, "p90": p90}
+
+    today = {"interval1": pool(0.80, 50), "interval2": pool(0.82, 48)}
+    assert verdict(today | {"rule": pool(0.81, 50)}) == {"fill_rate": True, "p90": True}
+    assert verdict(today | {"rule": pool(0.83, 47)}) == {"fill_rate": False, "p90": False}
