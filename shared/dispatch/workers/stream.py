@@ -4,13 +4,11 @@ integration, no Lambda): its data is the message as the device sent it, already 
 route's model; its partition key is who sent it, `<principalId> <roles>`, from the
 connection's authorizer."""
 
-import json
-
 from pydantic import ValidationError
 
 from dispatch.auth import Role
 from dispatch.workers.locations import Report
-from dispatch.workers.models import WorkerPosition
+from dispatch.workers.models import PositionMessage
 
 
 def report_of(partition_key: str, data: bytes, arrived: float) -> Report | None:
@@ -21,8 +19,7 @@ def report_of(partition_key: str, data: bytes, arrived: float) -> Report | None:
     if not worker_id or Role.WORKER.value not in roles.split():
         return None
     try:
-        sent = json.loads(data)
-        where = WorkerPosition.model_validate({"lat": sent["lat"], "lng": sent["lng"]})
-    except (ValueError, TypeError, KeyError, ValidationError):
+        where = PositionMessage.model_validate_json(data)
+    except ValidationError:
         return None
     return Report(worker_id, where.lat, where.lng, arrived)
