@@ -8,6 +8,8 @@ code of ours on this path is the consumer, which gets the batches Lambda would h
   one becomes a record as the mapping template says: its data the message as sent, its
   partition key `<principalId> <roles>` from the connection's authorizer.
 - `take` and `event`: up to the mapping's batch size, in arrival order, as a Kinesis event.
+- `stand_ins`: one per stream route, shared by what puts (the local WebSocket API) and what
+  takes (the local stack's consumer loop, dispatch_local.gateway.consume_stream).
 """
 
 import base64

@@ -195,6 +195,8 @@ class LocalWebSocketApi:
         authorizer: dict[str, Any],
         body: str,
     ) -> None:
+        """A device's message where API Gateway sends it: the stream route its action names,
+        else $default."""
         stream = self.streams.get(action_of(body) or "")
         if stream is None:
             with contextlib.suppress(Exception):  # a failing $default answers nothing
