@@ -92,6 +92,8 @@ def dev(args: argparse.Namespace) -> None:
             "PushGoneQueue": os.environ["PUSH_GONE_QUEUE_URL"],
         }
     )
+    # Positions sent on the socket (its position route) reach Redis through the stream.
+    stack.run_stream_consumers()
     # uvicorn calls its `websockets` implementation deprecated; it is the one that answers a
     # refused handshake without logging an error (see `ws=` below).
     warnings.filterwarnings("ignore", "The `websockets` implementation is deprecated")
