@@ -10,7 +10,7 @@ TEST_WORKERS ?= auto
 STAMP := $(VENV)/.installed
 LOCAL_STAMP := $(VENV)/.installed-local
 
-.PHONY: help browser checks dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-retention bench-history evaluate-policy template-lint checkov package clean
+.PHONY: help browser checks dev lock schema screenshots simulate test test-aws-path aws-path-tools lint typecheck unit install bench bench-accept bench-sweeper bench-outbox bench-geo bench-soak bench-outage bench-coldstart bench-ops bench-push bench-offers bench-retention bench-history evaluate-policy evaluate-reporting template-lint checkov package clean
 
 ## List every target with what it is for (each target's `## ` line in this Makefile).
 help:
@@ -155,6 +155,23 @@ evaluate-policy: $(STAMP)
 sim/runs/eval/%/report.md:
 	$(BIN)/python -m sim sim/scenarios/eval/$(word 1,$(subst -, ,$*)).toml \
 	  --seed $(word 2,$(subst -, ,$*)) --out sim/runs/eval/$* --progress-seconds 0
+
+## Reporting rule (issue 37 point 1): the rule against today's PUT every 60 s, on two cities.
+# `nearest` only, the eval district and evening, seeds REPORTING_SEEDS: today's reporting run
+# twice (its own run-to-run spread) and the rule once, two runs at a time (about 35 min of
+# wall time on two cores); every seed's jobs pooled (sim/runs/reporting/reporting.md).
+REPORTING_SEEDS ?= 102 103 104 105
+REPORTING_RUNS := $(foreach seed,$(REPORTING_SEEDS),$(foreach city,district evening,$(foreach run,interval1 rule interval2,sim/runs/reporting/$(city)-$(seed)-$(run)/report.md)))
+evaluate-reporting: $(STAMP)
+	rm -f $(REPORTING_RUNS)
+	$(MAKE) --no-print-directory -j$(EVAL_LANES) $(REPORTING_RUNS)
+	$(BIN)/python -m sim.evaluate_reporting sim/runs/reporting
+
+# One reporting run: sim/runs/reporting/CITY-SEED-RUN/report.md (RUN interval1, interval2, rule).
+sim/runs/reporting/%/report.md:
+	$(BIN)/python -m sim sim/scenarios/eval/$(word 1,$(subst -, ,$*)).toml --only nearest \
+	  --seed $(word 2,$(subst -, ,$*)) --reporting $(patsubst interval%,interval,$(word 3,$(subst -, ,$*))) \
+	  --out sim/runs/reporting/$* --progress-seconds 0
 
 ## Offer policy benchmark: a wave's cost per job, `likely` over the seed's `nearest` (<= 1.5x).
 bench-offers: $(STAMP)

@@ -4,7 +4,9 @@ Only the world is simulated: workers who move, report where they are, hear of of
 or decline them, sometimes vanish; businesses who post, lose patience, rate. The dispatch is
 the product's own, whole: every request runs the route's real handler as Lambda would (in
 this process, one at a time, as one execution environment), on Postgres and Redis; the relay,
-the publisher, the offer waves and the sweeper run as their queues and schedule call them.
+the publisher, the offer waves and the sweeper run as their queues and schedule call them;
+the workers' position messages go on the socket's route into the position stream, whose
+batches PositionsFunction writes to Redis as its event source mapping hands them over.
 
 Time: the city's clock runs `speed` times faster than the wall clock. The product runs on the
 wall clock (Postgres' `now()`), its durations divided by `speed` through its own settings;
@@ -14,6 +16,7 @@ with its schedule when it can; how far behind it fell is part of the report.
 
 import gc
 import heapq
+import json
 import math
 import random
 import time
@@ -84,6 +87,14 @@ class City:
         self._sweeper, self._sweeper_function = handler_of(sweeper), sweeper
         (relay,) = (s for s in schedules() if s.function == "OutboxRelayFunction")
         self._relay, self._relay_function = handler_of(relay), relay
+        # How the apps report where they are (scenario `workers.reporting`): by the rule, on
+        # their sockets into the position stream; None, by PUT every `report_seconds`.
+        self.rule = scenario.workers.rule if scenario.workers.reporting == "rule" else None
+        self._positions = handler_of(transport.positions.consumer)
+        self.socket_messages = 0  # position messages the sockets sent (API Gateway bills each)
+        self.reads_with_position = 0  # offers pulls that carried the position (a report each)
+        self.positions_written = 0  # stream records PositionsFunction was handed
+        self.puts_per_second: Counter[int] = Counter()  # stream puts by city second (shards)
         transport.bus.observers.append(self.on_event)
         # Push over real sockets for a sample of the workers (sim/push.py): the publisher puts
         # deliveries on the delivery queue, whose poster (and the gone queue's sender) run as
@@ -172,6 +183,9 @@ class City:
             due = self.transport.next_due()
             if due is not None and due <= self._wall0 + when / self.speed and self.deliver():
                 continue
+            planned = self._epoch0 + when / self.speed  # the stream stamps the wall's Unix time
+            if self.transport.positions.ready(min(time.time(), planned)) and self.write_positions():
+                continue
             late = self.now() - when
             if late < 0:
                 time.sleep(min(-late / self.speed, 0.002))
@@ -203,6 +217,8 @@ class City:
             self.relay(again=False)
             while self.deliver():
                 pass
+            while self.write_positions():
+                pass
         if self.push is not None:  # what is still on its way is counted, too late to act on
             self.push.settle()
             for _ in self.push.received(self.city_time, self.jobs):
@@ -228,6 +244,23 @@ class City:
                 self.handler_seconds[queue] += time.perf_counter() - began
 
         return consume
+
+    def write_positions(self) -> int:
+        """The position stream's next batch to PositionsFunction, as the event source mapping
+        hands it (records past their maximum age skipped unread); how many records it held."""
+        stream = self.transport.positions
+        batch = stream.take(time.time())
+        if not batch:
+            return 0
+        context = LambdaContext(function_name="PositionsFunction", timeout_seconds=30)
+        began = time.perf_counter()
+        try:
+            self._positions(stream.event(batch), context)
+        finally:
+            self.invocations["PositionStream"] += 1
+            self.handler_seconds["PositionStream"] += time.perf_counter() - began
+        self.positions_written += len(batch)
+        return len(batch)
 
     def sweep(self, again: bool = True) -> None:
         context = LambdaContext(function_name="LeaseSweeperFunction", timeout_seconds=60)
@@ -426,12 +459,18 @@ class City:
             worker.profiled = True
         worker.status, worker.online_since, worker.moved_at = "idle", now, now
         worker.heading = worker.rng.uniform(0, 360)
+        period = self.scenario.workers.report_seconds if self.rule is None else self.rule.seconds
+        first = now
         if now == 0:
             # Out before the run began: their phones report on their own clocks, not all at
             # the first second (which made every report period one burst the run fell behind
             # on). A random phase within the period, from a seed of its own.
             phase = random.Random(f"{self.scenario.seed}:phase:{worker.id}")
-            self.at(phase.uniform(0, self.scenario.workers.report_seconds), self.report, worker)
+            first = phase.uniform(0, period)
+        if self.rule is not None:
+            self.plan_look(worker, first)  # never reported yet: due at the first look
+        elif now == 0:
+            self.at(first, self.report, worker)
         else:
             self.report(worker)
         self.at(now + self.pull_gap(worker), self.pull, worker)
@@ -469,6 +508,7 @@ class City:
         )
 
     def report(self, worker: Worker) -> None:
+        """Reporting by interval: PUT /workers/me/location every `report_seconds`."""
         if worker.status in ("offline", "gone"):
             return
         now = self.present
@@ -477,13 +517,75 @@ class City:
         self.call("location", "PUT", "/workers/me/location", worker.who, where)
         self.at(now + self.scenario.workers.report_seconds, self.report, worker)
 
+    def top_speed(self, worker: Worker) -> float:
+        """The fastest the worker may move until something changes its pace (`move`)."""
+        spec = self.scenario.workers
+        if worker.status in ("working", "offline", "gone"):
+            return 0.0
+        if worker.target is not None:  # and once there, about again
+            return max(spec.travel_speed_mps, spec.idle_speed_mps)
+        return spec.idle_speed_mps
+
+    def plan_look(self, worker: Worker, at: float | None = None) -> None:
+        """The app's next look at where it is (by the rule): at `at`, or when the rule could
+        fall due at the worker's pace; the look planned before is void. Called again whenever
+        the pace quickens (a job taken, one finished), so that no look comes too late."""
+        assert self.rule is not None
+        if at is None:
+            moved = self.moved_since_report(worker)
+            at = self.present + self.rule.wait(
+                self.present - worker.reported_at, moved, self.top_speed(worker)
+            )
+        worker.look += 1
+        self.at(at, self.look, worker, worker.look)
+
+    def moved_since_report(self, worker: Worker) -> float:
+        if worker.reported_where is None:
+            return math.inf
+        return distance_m(worker.reported_where, worker.position)
+
+    def look(self, worker: Worker, which: int) -> None:
+        """The app looks at where it is: a position message when the rule says one is due."""
+        assert self.rule is not None
+        if which != worker.look or worker.status in ("offline", "gone"):
+            return
+        now = self.present
+        self.move(worker, now)
+        if self.rule.due(now - worker.reported_at, self.moved_since_report(worker)):
+            self.send_position(worker)
+        self.plan_look(worker)
+
+    def send_position(self, worker: Worker) -> None:
+        """{"action": "position", ...} on the worker's socket: API Gateway's route holds it to
+        its model and puts it on the position stream, the partition key from the connection's
+        authorizer (no Lambda, no HTTP request)."""
+        now = self.present
+        lat, lng = worker.position
+        message = json.dumps({"action": "position", "lat": lat, "lng": lng})
+        self.socket_messages += 1
+        refused = self.transport.positions.put(
+            message, {"principalId": worker.id, "roles": "worker"}
+        )
+        if refused is None:
+            self.puts_per_second[int(now)] += 1
+        worker.reported_at, worker.reported_where = now, worker.position
+
     def pull(self, worker: Worker) -> None:
-        """The app opened: the worker's offers (the truth behind a lost notification)."""
+        """The app opened: the worker's offers (the truth behind a lost notification). By the
+        rule, the pull carries where the worker is, and is a report that restarts the rule."""
         if worker.status in ("offline", "gone"):
             return
         now = self.present
         if worker.status == "idle":
-            reply = self.call("offers", "GET", "/workers/me/offers", worker.who)
+            path = "/workers/me/offers"
+            if self.rule is not None:
+                self.move(worker, now)
+                path += "?lat={!r}&lng={!r}".format(*worker.position)
+            reply = self.call("offers", "GET", path, worker.who)
+            if self.rule is not None and reply.status == 200:
+                self.reads_with_position += 1
+                worker.reported_at, worker.reported_where = now, worker.position
+                self.plan_look(worker)
             for offer in reply.body.get("offers", []) if reply.status == 200 else []:
                 if offer["job"]["id"] not in worker.seen_offers:
                     self.hear_of(worker, {"job": offer["job"], "distance_m": offer["distance_m"]})
@@ -532,6 +634,8 @@ class City:
             worker.online_total += now - worker.online_since
             return
         worker.target = job.arrival.location
+        if self.rule is not None:
+            self.plan_look(worker)  # on the way now: the metres come sooner
         travel = job.winner_m / spec.travel_speed_mps
         if worker.rng.random() < spec.release:
             self.at(now + worker.rng.uniform(0, travel), self.give_back, worker)
@@ -598,6 +702,8 @@ class City:
         worker.busy_total += now - worker.busy_since
         worker.status, worker.job, worker.moved_at = "idle", None, now
         worker.target = worker.plan.home if self.scenario.workers.return_home else None
+        if self.rule is not None:
+            self.plan_look(worker)
 
 
 def clock(seconds: float) -> str:

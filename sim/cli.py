@@ -40,6 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " own `[workers] push_sample`; sim/push.py)",
     )
     parser.add_argument(
+        "--reporting",
+        choices=("rule", "interval"),
+        help="how the workers' apps report where they are (default: the scenario's own"
+        " `[workers] reporting`: the rule, on their sockets, or a PUT every report_seconds)",
+    )
+    parser.add_argument(
+        "--only",
+        metavar="NAME",
+        help="run only the configuration of this name (one of the scenario's [[sweep]])",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         help="where the report, plots and replays go (default: sim/runs/NAME)",
@@ -64,8 +75,16 @@ def simulate(args: argparse.Namespace) -> None:
         given = {k: getattr(args, k) for k in ("speed", "seed", "hours")}
         changes = {k: v for k, v in given.items() if v is not None}
         raw = scenario.model_dump()
-        if getattr(args, "push_sample", None) is not None:
-            changes["workers"] = {**raw["workers"], "push_sample": args.push_sample}
+        workers = {
+            k: v for k in ("push_sample", "reporting") if (v := getattr(args, k, None)) is not None
+        }
+        if workers:
+            changes["workers"] = {**raw["workers"], **workers}
+        if (only := getattr(args, "only", None)) is not None:
+            names = [c.name for c in scenario.configurations()]
+            if only not in names:
+                raise ScenarioError(f"--only: no configuration {only!r} (there are: {names})")
+            changes["sweep"] = [c for c in raw["sweep"] if c["name"] == only]
         if changes:
             scenario = scenario.model_validate({**raw, **changes})
     except (ScenarioError, ValueError) as error:

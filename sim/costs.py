@@ -4,8 +4,12 @@
 Each item, and how it is counted:
 
 - API Gateway: every request the city made (HTTP API, per request).
-- Lambda requests: every API request, every queue batch a consumer took, and the two
-  schedules (sweeper, catch-up relay) once a minute of the city's time, as AWS runs them.
+- WebSocket messages: every position message the workers' sockets sent (by the rule).
+- Kinesis: the position stream's shards for the run's hours, as many as its busiest city
+  second needs (at least one; none when nothing was put, as when the workers report by
+  interval and the stream is not today's path), and a PUT payload unit per record.
+- Lambda requests: every API request, every queue or stream batch a consumer took, and the
+  two schedules (sweeper, catch-up relay) once a minute of the city's time, as AWS runs them.
 - Lambda duration: the handler seconds measured in the run (this machine's, one process on
   a shared core: an upper bound for a Lambda arm64 environment), each invocation rounded up
   to the billed millisecond, at 512 MB; plus the relay's 55 s of polling a minute.
@@ -14,17 +18,20 @@ Each item, and how it is counted:
 - EventBridge: events put on the bus.
 - Aurora: the writer's ACUs and RDS Proxy's minimum for the run's hours (city time).
 - Cache: the serverless cache's minimum storage for the run's hours, and an ECPU per
-  command (about three per location report, four per wave).
+  command (about three per position written, four per wave): a PUT, a stream record the
+  consumer wrote, an offers pull that carried the position.
 
 Everything is per run, then divided by the filled jobs and multiplied by 1,000.
 """
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
 
 PRICES = Path(__file__).parent / "prices.toml"
 QUEUE_CONSUMERS = ("OutboxQueue", "OfferQueue", "PushDeliveryQueue", "PushGoneQueue")
+STREAM_CONSUMERS = ("PositionStream",)
 SCHEDULED = ("LeaseSweeper", "OutboxRelay")
 
 
@@ -38,8 +45,9 @@ def bill(kpis: dict[str, Any], hours: float, p: dict[str, Any] | None = None) ->
     aws = kpis["aws"]
     invocations: dict[str, int] = aws["invocations"]
     seconds: dict[str, float] = aws["handler_seconds"]
-    api_requests = sum(n for f, n in invocations.items() if f not in QUEUE_CONSUMERS + SCHEDULED)
-    consumer_batches = sum(invocations.get(q, 0) for q in QUEUE_CONSUMERS)
+    consumers = QUEUE_CONSUMERS + STREAM_CONSUMERS
+    api_requests = sum(n for f, n in invocations.items() if f not in consumers + SCHEDULED)
+    consumer_batches = sum(invocations.get(q, 0) for q in consumers)
     schedule_runs = 2 * p["schedules"]["per_hour"] * hours
     lam = p["lambda"]
     billed = sum(v for f, v in seconds.items() if f not in SCHEDULED)
@@ -50,12 +58,30 @@ def bill(kpis: dict[str, Any], hours: float, p: dict[str, Any] | None = None) ->
     receives = aws["sqs_receives"]
     fifo = sum(n for queue, n in sent.items() if queue.endswith(".fifo"))
     standard = sum(sent.values()) - fifo
-    location_reports = invocations.get("PUT /workers/me/location", 0)
+    positions = aws.get("positions", {})  # runs before the position stream have none
+    puts = positions.get("stream_puts", 0)
+    location_reports = (
+        invocations.get("PUT /workers/me/location", 0)
+        + puts
+        - positions.get("stream_skipped", 0)
+        + positions.get("reads_with_position", 0)
+    )
     waves = invocations.get("OfferQueue", 0)
+    kinesis = p["kinesis"]
+    shards = (
+        max(1, math.ceil(positions["peak_puts_per_second"] / kinesis["records_per_shard_second"]))
+        if puts
+        else 0
+    )
     aurora = p["aurora"]
     cache = p["cache"]
     return {
         "API Gateway requests": api_requests * p["api_gateway"]["per_million_requests"] / 1e6,
+        "WebSocket messages": positions.get("socket_messages", 0)
+        * p["websocket"]["per_million_messages"]
+        / 1e6,
+        "Kinesis": shards * hours * kinesis["per_shard_hour"]
+        + puts * kinesis["per_million_put_units"] / 1e6,
         "Lambda requests": (api_requests + consumer_batches + schedule_runs)
         * lam["per_million_requests"]
         / 1e6,

@@ -96,6 +96,12 @@ ROWS: list[tuple[str, Any]] = [
         f"{fmt(k.get('gini_jobs_per_worker'), digits=2)} / "
         f"{fmt(k.get('gini_offers_per_worker'), digits=2)}"
     )),
+    ("position messages on sockets / offers pulls with the position / stream batches",
+     lambda k: (
+        f"{k['aws']['positions']['socket_messages']:,} /"
+        f" {k['aws']['positions']['reads_with_position']:,} /"
+        f" {k['aws']['invocations'].get('PositionStream', 0):,}"
+    )),
     ("requests / 5xx / dead letters", lambda k: (
         f"{k['requests']:,} / {k['errors_5xx']} / {k['dead_letters']}"
     )),

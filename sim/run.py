@@ -318,7 +318,7 @@ def run_one(
         settings.cache_clear()
         db.close()
         locations.client.cache_clear()
-        transport = Transport(visibility_seconds=60 / scenario.speed)
+        transport = Transport(visibility_seconds=60 / scenario.speed, speed=scenario.speed)
         transport.install()
         try:
             city = City(scenario, dispatch, transport, progress_seconds)
@@ -452,14 +452,25 @@ def fairness(city: "City") -> dict[str, Any]:
 
 def usage(city: "City") -> dict[str, Any]:
     """What the run asked of AWS, measured (sim/costs.py prices it): invocations and handler
-    seconds per function, queue messages sent and receives, events put on the bus."""
+    seconds per function, queue messages sent and receives, events put on the bus, and the
+    position path's socket messages and stream puts (the busiest city second's for the
+    shards), the records skipped as too old, the offers pulls that carried a position."""
     transport = city.transport
+    stream = transport.positions
     return {
         "invocations": dict(city.invocations),
         "handler_seconds": {k: round(v, 3) for k, v in city.handler_seconds.items()},
         "sqs_sent": {url.rsplit("/", 1)[-1]: q.sent for url, q in transport.queues.items()},
         "sqs_receives": transport.deliveries,
         "events_put": transport.bus.put,
+        "positions": {
+            "socket_messages": city.socket_messages,
+            "stream_puts": stream.put_count,
+            "stream_refused": stream.refused,
+            "stream_skipped": stream.put_count - city.positions_written,
+            "peak_puts_per_second": max(city.puts_per_second.values(), default=0),
+            "reads_with_position": city.reads_with_position,
+        },
     }
 
 

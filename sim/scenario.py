@@ -89,6 +89,31 @@ class AcceptCurve(Model):
         return (self.top if top is None else top) / (1 + math.exp(exponent))
 
 
+CHECK_SECONDS = 1.0  # the finest a worker's app looks at where it is (ReportingRule.wait)
+
+
+class ReportingRule(Model):
+    """The contract's rule for a worker's app: report the position on the socket once it has
+    moved `metres` since the last report, or `seconds` have passed, whichever comes first. A
+    read that carries the position (the offers pull) is a report too, and restarts both."""
+
+    metres: Positive = 250
+    seconds: Positive = 90
+
+    def due(self, since_s: float, moved_m: float) -> bool:
+        """Whether a report is due `since_s` after the last one, `moved_m` from where it was."""
+        return since_s >= self.seconds or moved_m >= self.metres
+
+    def wait(self, since_s: float, moved_m: float, speed_mps: float) -> float:
+        """How long the app may sleep before it looks again: until the heartbeat, or sooner
+        when at `speed_mps` (at most the worker's) it could have covered the rest of the metres.
+        At least CHECK_SECONDS: a phone's location callback is no finer."""
+        wait = self.seconds - since_s
+        if speed_mps > 0:
+            wait = min(wait, (self.metres - moved_m) / speed_mps)
+        return max(wait, CHECK_SECONDS)
+
+
 class Habits(Model):
     """How workers differ (sim/world.py, `draw_habit`): each worker's habits are drawn once,
     from the worker's own seed, and kept for the run. The product never sees them; it sees
@@ -110,6 +135,11 @@ class Workers(Model):
     skills: list[SkillShare] = Field(min_length=1)
     online_at_start: Probability = 0.8  # the rest come online during the run
     shift_hours: Between = Between(low=4, high=8)
+    # How the apps report where they are: "rule" (the contract's, `rule` below: on the socket,
+    # into the position stream) or "interval" (before it: PUT /workers/me/location every
+    # `report_seconds`, the offers pull without the position).
+    reporting: Literal["rule", "interval"] = "rule"
+    rule: ReportingRule = ReportingRule()
     report_seconds: Positive = 30
     idle_speed_mps: NonNegative = 0.6
     travel_speed_mps: Positive = 8

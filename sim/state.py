@@ -2,6 +2,7 @@
 for it): the workers and jobs as the city tracks them, what became of each job (its fate and its
 row in the report), and the percentiles every figure is given in."""
 
+import math
 import random
 import statistics
 from dataclasses import dataclass, field
@@ -29,6 +30,11 @@ class Worker:
     busy_since: float = 0.0
     busy_total: float = 0.0
     seen_offers: set[str] = field(default_factory=set)
+    # The reporting rule (scenario `workers.rule`): the last report, when and where, and which
+    # of the app's planned looks is the live one (a change of pace plans a new one).
+    reported_at: float = -math.inf
+    reported_where: LatLng | None = None
+    look: int = 0
     offered: int = 0  # offers the product made them (how work spreads)
     taken: int = 0  # jobs they won
 

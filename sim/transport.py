@@ -1,4 +1,5 @@
-"""SQS and EventBridge in process: AWS's transport, which is not ours to simulate.
+"""SQS, EventBridge and the position stream in process: AWS's transport, which is not ours
+to simulate.
 
 The product relays its events with `aws.client("sqs").send_message_batch`, schedules offer
 waves with `send_message(DelaySeconds=...)` and puts events on the bus with
@@ -7,7 +8,9 @@ consumers get SQS-shaped batches as the event source mapping hands them over (te
 FIFO order per message group, failed items back after the visibility timeout, a dead letter
 after five receives). moto stood in for SQS before, and its FIFO queue slows as it fills (each
 send scans what waits): in a city's worth of traffic, it, not the dispatch, set the pace.
-S3 (the photo uploads) stays on moto: uploads are real HTTP.
+S3 (the photo uploads) stays on moto: uploads are real HTTP. The workers' position messages
+go on the socket's route into the position stream (dispatch_local.streams, the local stack's
+stand-in), whose batches the city hands to PositionsFunction.
 """
 
 import json
@@ -16,11 +19,13 @@ import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dispatch import aws
 from dispatch_local.gateway import sqs_record
+from dispatch_local.streams import StreamStandIn
+from dispatch_local.template import stream_consumers, websocket_api
 
 MAX_RECEIVES = 5  # then the dead-letter queue, as the template's redrive policy says
 DEDUP_SECONDS = 300  # SQS FIFO drops a repeated deduplication id within five minutes
@@ -140,22 +145,24 @@ class Bus:
 
 
 class Transport:
-    """The outbox queue, the offer queue, the push queues and the bus, in process, and their
-    consumers. The push queues are fed (the publisher's deliveries) only when the run samples
-    phones over real sockets (sim/push.py)."""
+    """The outbox queue, the offer queue, the push queues, the bus and the position stream, in
+    process, and their consumers. The push queues are fed (the publisher's deliveries) only
+    when the run samples phones over real sockets (sim/push.py); the stream only when the
+    workers report by the rule (scenario `workers.reporting`)."""
 
     OUTBOX = "https://sqs.local/123456789012/dispatch-sim-outbox.fifo"
     OFFERS = "https://sqs.local/123456789012/dispatch-sim-offers"
     PUSH_DELIVERY = "https://sqs.local/123456789012/dispatch-sim-push-delivery"
     PUSH_GONE = "https://sqs.local/123456789012/dispatch-sim-push-gone"
 
-    def __init__(self, visibility_seconds: float) -> None:
+    def __init__(self, visibility_seconds: float, speed: float = 1.0) -> None:
         self.queues = {
             url: Queue(url, fifo=url.endswith(".fifo"), visibility_seconds=visibility_seconds)
             for url in (self.OUTBOX, self.OFFERS, self.PUSH_DELIVERY, self.PUSH_GONE)
         }
         self.sqs = Sqs(self.queues)
         self.bus = Bus()
+        self.positions = position_stream(speed)
         self.deliveries = 0
         self._real_client = aws.client
 
@@ -215,3 +222,19 @@ class Transport:
 
     def dead_letters(self) -> int:
         return sum(len(q.dead) for q in self.queues.values())
+
+
+def position_stream(speed: float) -> StreamStandIn:
+    """The socket's `position` route into the position stream, as the template has them; the
+    event source mapping's batching window and records' maximum age are the city's seconds,
+    divided by the speed as the product's own durations and the queues' timeouts are."""
+    api = websocket_api()
+    assert api is not None, "the template has no WebSocket API"
+    route = api.streams["position"]
+    (consumer,) = (c for c in stream_consumers() if c.stream == route.stream)
+    scaled = replace(
+        consumer,
+        window_seconds=consumer.window_seconds / speed,
+        max_age_seconds=consumer.max_age_seconds / speed,
+    )
+    return StreamStandIn(route, scaled)

@@ -14,7 +14,7 @@ from dispatch.config import settings
 from dispatch.workers import locations
 from sim import run
 from sim.scenario import Scenario, load
-from sim.world import plan_workers
+from sim.world import offset, plan_workers
 
 TINY = Path(__file__).parents[2] / "sim" / "scenarios" / "tiny.toml"
 
@@ -261,3 +261,90 @@ def test_a_sample_of_phones_hears_its_offers_over_real_sockets(
     assert outcome.kpis["fill_rate"] > 0, outcome.kpis
     invocations = outcome.kpis["aws"]["invocations"]
     assert invocations["PushDeliveryQueue"] > 0, invocations
+
+
+def test_a_workers_app_reports_by_the_rule_on_the_position_path(
+    conn: db.Connection, cache: Any
+) -> None:
+    """The city's worker, one look at a time, on the real route, stream stand-in and
+    PositionsFunction: a message when 90 s have passed or 250 m been covered since the last
+    report, none otherwise; the offers pull carries the position, is a report (it lands in
+    Redis) and restarts both; a quicker pace plans the next look sooner."""
+    from sim.city import City
+    from sim.transport import Transport
+
+    town = scenario(workers__count=1, workers__idle_speed_mps=0.0)
+    city = City(town, town.dispatch, Transport(visibility_seconds=60))
+    (worker,) = city.workers.values()
+    worker.status = "idle"
+
+    def look_at(moment: float) -> int:
+        city.present = moment
+        city.look(worker, worker.look)
+        return city.socket_messages
+
+    def next_look() -> float:
+        (when,) = [
+            w for w, _, act, args in city._heap if act == city.look and args[1] == worker.look
+        ]
+        return when
+
+    def in_redis() -> tuple[float, float]:
+        lat, lng = locations.fresh_positions([worker.id])[worker.id]
+        return round(lat, 5), round(lng, 5)
+
+    city.plan_look(worker, 10.0)
+    assert look_at(10.0) == city.transport.positions.put_count == 1  # never reported: due
+    assert city.write_positions() == 1 and city.invocations["PositionStream"] == 1
+    assert in_redis() == (round(worker.position[0], 5), round(worker.position[1], 5))
+    assert next_look() == 100.0  # standing still: the heartbeat
+    assert look_at(99.0) == 1 and look_at(100.0) == 2
+
+    worker.position = offset(worker.position, 100, 0)
+    void = worker.look
+    city.present = 150.0
+    city.pull(worker)  # GET /workers/me/offers?lat&lng: a report
+    assert city.requests[("GET /workers/me/offers", 200)] == city.reads_with_position == 1
+    assert in_redis() == (round(worker.position[0], 5), round(worker.position[1], 5))
+    city.look(worker, void)  # the look planned before the pull is void
+    assert city.socket_messages == 2 and next_look() == 240.0
+    assert look_at(239.0) == 2 and look_at(240.0) == 3
+
+    worker.position = offset(worker.reported_where or worker.position, 249, 0)
+    assert look_at(241.0) == 3
+    worker.position = offset(worker.position, 2, 0)
+    assert look_at(242.0) == 4  # 251 m: due before the heartbeat
+
+    worker.target = offset(worker.position, 5000, 0)  # on the way somewhere at 8 m/s
+    city.plan_look(worker)
+    assert next_look() == pytest.approx(242.0 + 250 / 8)
+    assert city.write_positions() == 3 and city.transport.positions.refused == 0
+    assert not any(route == "PUT /workers/me/location" for route, _ in city.requests)
+
+
+def test_a_city_reporting_by_the_rule_puts_no_location_and_fills(
+    simulate: Callable[[Scenario], run.Outcome], redis_url: str
+) -> None:
+    """The tiny town by the rule (the default): no PUT /workers/me/location; every position
+    message went on the stream and PositionsFunction wrote it (none skipped), every worker's
+    last position is in Redis, the offers pulls carried positions, and jobs are filled. By
+    interval, the same town PUTs and puts nothing on the stream."""
+    city = scenario(hours=0.1)
+    outcome = simulate(city)
+    clean(outcome)
+    assert "PUT /workers/me/location" not in outcome.requests, outcome.requests
+    positions = outcome.kpis["aws"]["positions"]
+    assert positions["socket_messages"] == positions["stream_puts"] > 0, positions
+    assert positions["stream_skipped"] == positions["stream_refused"] == 0, positions
+    assert positions["reads_with_position"] > 0, positions
+    assert outcome.kpis["aws"]["invocations"]["PositionStream"] > 0
+    assert outcome.kpis["fill_rate"] > 0.5, outcome.kpis
+    client = locations.connect(redis_url, cluster=False)
+    ids = [plan.id for plan in plan_workers(city)]
+    assert all(client.get(locations.record_key(i)) is not None for i in ids)
+
+    before = simulate(scenario(hours=0.1, workers__reporting="interval"))
+    clean(before)
+    assert before.requests["PUT /workers/me/location"].get(204, 0) > 0, before.requests
+    assert before.kpis["aws"]["positions"]["stream_puts"] == 0
+    assert "PositionStream" not in before.kpis["aws"]["invocations"]

@@ -1,8 +1,10 @@
 """The evaluation's arithmetic without a run: the Gini coefficient of work per worker, and the
-bill at the price table's list prices."""
+bill at the price table's list prices (by interval, and by the rule's position path)."""
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,9 +44,52 @@ def test_the_bill_counts_each_item_at_its_list_price() -> None:
     assert items["SQS requests"] == pytest.approx((10_000 * 0.40 + 20_000 * 0.50) / 1e6)
     assert items["EventBridge events"] == pytest.approx(0.05)
     assert items["Aurora writer and proxy"] == pytest.approx(0.12 + 8 * 0.015)
+    # Reported by interval (no stream, as before it): the position path costs nothing.
+    assert items["WebSocket messages"] == items["Kinesis"] == 0
+    assert items["cache"] == pytest.approx(0.1 * 0.084 + (3 * 1_000_000 + 40_000) * 0.0023e-6)
     assert without_proxy(p)["aurora"]["proxy_min_acu"] == 0
     per = per_thousand_filled(KPIS, 1.0)
     assert per["total"] == pytest.approx(sum(items.values()) * 1000 / 50)
+
+
+# The same city by the rule: 40,000 position messages on the sockets (two refused by the
+# route's model, ten skipped by the consumer as too old), 2,500 pulls that carried the
+# position, the stream's busiest second 1,500 puts (two shards).
+RULE_KPIS: dict[str, Any] = {
+    "jobs": 100,
+    "fill_rate": 0.5,
+    "aws": {
+        "invocations": {"GET /workers/me/offers": 2_500, "PositionStream": 3_000,
+                        "OfferQueue": 10_000, "OutboxQueue": 0},
+        "handler_seconds": {"GET /workers/me/offers": 10.0, "PositionStream": 30.0},
+        "sqs_sent": {"dispatch-sim-offers": 10_000, "dispatch-sim-outbox.fifo": 0},
+        "sqs_receives": 10_000,
+        "events_put": 50_000,
+        "positions": {"socket_messages": 40_000, "stream_puts": 39_998, "stream_refused": 2,
+                      "stream_skipped": 10, "peak_puts_per_second": 1_500,
+                      "reads_with_position": 2_500},
+    },
+}  # fmt: skip
+
+
+def test_the_bill_counts_the_position_path_by_message_put_and_batch() -> None:
+    items = bill(RULE_KPIS, hours=2.0)
+    assert items["API Gateway requests"] == pytest.approx(2_500 / 1e6)  # the pulls alone
+    assert items["WebSocket messages"] == pytest.approx(40_000 * 1.00 / 1e6)
+    # Two shards for two hours, a PUT payload unit per record put.
+    assert items["Kinesis"] == pytest.approx(2 * 2 * 0.015 + 39_998 * 0.014 / 1e6)
+    # The stream's batches are Lambda requests and duration, not API requests.
+    schedules = 2 * 60 * 2
+    assert items["Lambda requests"] == pytest.approx((2_500 + 10_000 + 3_000 + schedules) * 0.2e-6)
+    billed = 10 + 30 + 2 * 60 * 55 + (2_500 + 3_000 + 10_000) * 0.0005
+    assert items["Lambda GB-seconds"] == pytest.approx(billed * 0.5 * 0.0000133334)
+    # Positions written: the records the consumer wrote and the pulls that carried one.
+    ecpu = 3 * (39_998 - 10 + 2_500) + 4 * 10_000
+    assert items["cache"] == pytest.approx(2 * 0.1 * 0.084 + ecpu * 0.0023 / 1e6)
+    # One shard at the least, however quiet the stream.
+    quiet = copy.deepcopy(RULE_KPIS)
+    quiet["aws"]["positions"]["peak_puts_per_second"] = 3
+    assert bill(quiet, hours=1.0)["Kinesis"] == pytest.approx(0.015 + 39_998 * 0.014 / 1e6)
 
 
 def test_mcnemar_is_even_odds_on_the_jobs_only_one_policy_filled() -> None:
