@@ -25,6 +25,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from dispatch.workers import locations
 from dispatch_local import photos
 from dispatch_local.events import LambdaContext
 from dispatch_local.gateway import scheduled_event
@@ -69,6 +70,8 @@ class City:
         # the handler, for the bill (sim/costs.py).
         self.invocations: Counter[str] = Counter()
         self.handler_seconds: defaultdict[str, float] = defaultdict(float)
+        self.answer_bytes: Counter[str] = Counter()  # answers' JSON bodies (data transfer out)
+        self.servers: dict[str, float | None] = {}  # what Postgres and Redis spent (run.py)
         self.replay: list[dict[str, Any]] = []
         self.jobs: dict[str, Job] = {}
         self.favourites: dict[str, set[str]] = {}  # business -> its favourites (choosing.py)
@@ -311,6 +314,8 @@ class City:
         function = f"{method} {_route_key(path)}"
         self.invocations[function] += 1
         self.handler_seconds[function] += time.perf_counter() - began
+        if reply.body is not None:
+            self.answer_bytes[function] += len(json.dumps(reply.body))
         op.completed_at, op.status = time.monotonic(), reply.status
         op.outcome, op.response = outcome_of(reply.status), reply.body
         self.requests[(f"{method} {_route_key(path)}", reply.status)] += 1
@@ -483,6 +488,8 @@ class City:
         if worker.status == "idle":
             worker.online_total += self.present - worker.online_since
             worker.status = "offline"
+            if self.rule is not None:  # the app closed its socket: $disconnect forgets it
+                locations.forget(worker.id)
 
     def pull_gap(self, worker: Worker) -> float:
         return worker.rng.expovariate(1 / (self.scenario.workers.pull_minutes * 60))

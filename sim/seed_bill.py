@@ -5,7 +5,7 @@ new one (issue 37 point 2).
 
 How. One city (sim/scenarios/cost.toml), the same world twice: its workers report today's
 way (PUT /workers/me/location every 30 s, the seed's own rate) and by the rule (on 250 m
-moved or every 90 s, on the socket, a read that carries the position counting). Each run
+moved or every 5 minutes, on the socket, a read that carries the position counting). Each run
 measures, per job posted and per hour a worker is online: invocations by function and their
 handler milliseconds (this machine's, one process: an upper bound for Lambda's), the bytes of
 the answers, socket messages, queue and bus traffic, the Postgres server's CPU seconds and
@@ -37,12 +37,10 @@ DESIGNS = ("today", "new")
 
 # Who drives each function's invocations: the workers online (their apps, hour by hour), the
 # clock (the schedules), or the jobs (everything else: posting, waves, answers, events).
-WORKER_DRIVEN = (
-    "PUT /workers/me/location",
-    "GET /workers/me/offers",
-    "PUT /workers/me",
-    "PositionStream",
-)
+WORKER_DRIVEN = ("PUT /workers/me/location", "GET /workers/me/offers", "PositionStream")
+# Once per worker per working day (its app sets its skills when it starts: the city's workers
+# do it as they first come online).
+PER_SHIFT = ("PUT /workers/me",)
 SCHEDULED = ("LeaseSweeper", "OutboxRelay")
 # What touches no Postgres (the share of the database's CPU each invocation gets: below).
 NO_DATABASE = ("PUT /workers/me/location", "PositionStream")
@@ -65,6 +63,7 @@ class Rates:
 
     per_job: dict[str, float]  # invocations by function
     per_worker_hour: dict[str, float]
+    per_worker_shift: dict[str, float]
     ms: dict[str, float]  # handler milliseconds per invocation, by function
     answer_bytes_per_job: float
     answer_bytes_per_worker_hour: float
@@ -90,8 +89,9 @@ def rates(kpis: dict[str, Any]) -> Rates:
         return function in WORKER_DRIVEN
 
     per_job = {f: n / jobs for f, n in invocations.items()
-               if not driven_by_workers(f) and f not in SCHEDULED}  # fmt: skip
+               if not driven_by_workers(f) and f not in SCHEDULED + PER_SHIFT}  # fmt: skip
     per_worker_hour = {f: n / worker_hours for f, n in invocations.items() if driven_by_workers(f)}
+    per_worker_shift = {f: invocations.get(f, 0) / kpis["workers_online"] for f in PER_SHIFT}
     sent: dict[str, int] = aws["sqs_sent"]
     fifo = sum(n for queue, n in sent.items() if queue.endswith(".fifo"))
     reaching_postgres = sum(n for f, n in invocations.items() if f not in NO_DATABASE)
@@ -106,15 +106,14 @@ def rates(kpis: dict[str, Any]) -> Rates:
     return Rates(
         per_job=per_job,
         per_worker_hour=per_worker_hour,
+        per_worker_shift=per_worker_shift,
         ms={f: 1000 * seconds.get(f, 0.0) / n for f, n in invocations.items() if n},
         answer_bytes_per_job=sum(b for f, b in answer_bytes.items() if not driven_by_workers(f))
         / jobs,
-        answer_bytes_per_worker_hour=sum(
-            b for f, b in answer_bytes.items() if driven_by_workers(f)
-        )
+        answer_bytes_per_worker_hour=sum(b for f, b in answer_bytes.items() if driven_by_workers(f))
         / worker_hours,
-        socket_messages_per_worker_hour=aws["socket_messages"] / worker_hours,
-        stream_records_per_worker_hour=aws["stream_records"] / worker_hours,
+        socket_messages_per_worker_hour=aws["positions"]["socket_messages"] / worker_hours,
+        stream_records_per_worker_hour=aws["positions"]["stream_puts"] / worker_hours,
         sqs_standard_per_job=(sum(sent.values()) - fifo) / jobs,
         sqs_fifo_per_job=(fifo + 2 * aws["sqs_receives"]) / jobs,
         events_per_job=aws["events_put"] / jobs,
@@ -149,20 +148,27 @@ def month(r: Rates, design: str, p: dict[str, Any]) -> list[Line]:
     worker_hours = SEED["workers_online"] * hours_a_day * days
     busy = SEED["busy_over_mean"]
 
+    shifts = SEED["workers_online"] * days
+
     def count(function: str) -> float:
-        return r.per_job.get(function, 0.0) * jobs + r.per_worker_hour.get(function, 0.0) * (
-            worker_hours
+        return (
+            r.per_job.get(function, 0.0) * jobs
+            + r.per_worker_hour.get(function, 0.0) * worker_hours
+            + r.per_worker_shift.get(function, 0.0) * shifts
         )
 
-    functions = sorted(set(r.per_job) | set(r.per_worker_hour))
+    functions = sorted(set(r.per_job) | set(r.per_worker_hour) | set(r.per_worker_shift))
     consumers = {"OutboxQueue", "OfferQueue", "PushDeliveryQueue", "PushGoneQueue",
                  "PositionStream"}  # fmt: skip
     http = sum(count(f) for f in functions if f not in consumers)
     schedule_runs = len(SCHEDULED) * p["schedules"]["per_hour"] * MONTH_HOURS
     keep_alives = KEEP_ALIVES_PER_HOUR * worker_hours if design == "today" else 0.0
     reconnects = RECONNECTS_PER_HOUR * worker_hours
-    invocations = sum(count(f) for f in functions) + schedule_runs + keep_alives + (
-        RECONNECT_INVOCATIONS * reconnects
+    invocations = (
+        sum(count(f) for f in functions)
+        + schedule_runs
+        + keep_alives
+        + (RECONNECT_INVOCATIONS * reconnects)
     )
     lam = p["lambda"]
     gb_seconds = lam["memory_gb"] * (
@@ -288,8 +294,12 @@ def report(runs: dict[str, dict[str, Any]], p: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="sim.seed_bill", description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=Path, default=Path(__file__).parent / "runs" / "cost",
-                        help="the two runs' folder: today/ and new/ (make cost writes them)")  # fmt: skip
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        default=Path(__file__).parent / "runs" / "cost",
+        help="the two runs' folder: today/ and new/ (make cost writes them)",
+    )
     args = parser.parse_args(argv)
     found: dict[str, dict[str, Any]] = {}
     for design in DESIGNS:
@@ -298,7 +308,6 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"no run in {args.runs / design}: run `make cost`")
         found[design] = json.loads(kpis_files[0].read_text())
     print(report(found, prices()))
-
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The WebSocket API's routes (docs/architecture.md, "Push"), after the $connect authorizer
 (functions/push_authorizer) verified the token: $connect stores who connected (until its
-token expires), $disconnect forgets it, $default takes what a device sends and ignores it
-(push is one way; the device pulls over HTTP).
+token expires), $disconnect forgets it (and a worker's position, when it was the worker's last
+connection), $default takes what a device sends and ignores it (push is one way; the device
+pulls over HTTP; a worker's position goes to its own route, into the position stream).
 """
 
 from typing import Any
@@ -11,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from dispatch import db
 from dispatch.entrypoints import lambda_entrypoint
 from dispatch.push import connections, tokens
+from dispatch.workers import locations
 
 CONNECT, DISCONNECT = "$connect", "$disconnect"
 
@@ -30,7 +32,9 @@ def route(event: dict[str, Any], _: LambdaContext) -> dict[str, Any]:
             )
         )
     elif context["routeKey"] == DISCONNECT:
-        db.run(lambda conn: connections.forget(conn, [connection_id]))
+        closed = db.run(lambda conn: connections.disconnect(conn, connection_id))
+        if closed is not None:  # a worker's app has gone: off the map until it reports again
+            locations.forget_if_reachable(closed)
     return {"statusCode": 200}
 
 

@@ -52,11 +52,13 @@ PUSH = (
 
 POSITION = (
     "A worker's app reports where it is on its socket, not over HTTP: when it has moved 250 m "
-    "since its last report, or 90 s have passed since it, whichever comes first (a "
+    "since its last report, or 5 minutes have passed since it, whichever comes first, and "
+    "after every (re)connect (a "
     "`GET /workers/me/offers?lat&lng` or `GET /jobs/nearby` carrying its position counts as a "
     "report). Nothing comes back when it is taken; a message the model refuses gets API "
-    'Gateway\'s own `{"message": "Bad request body", ...}`. Positions are fresh for 120 s '
-    '(docs/api.md, "Reporting positions").'
+    'Gateway\'s own `{"message": "Bad request body", ...}`. Positions are fresh for 360 s; '
+    "a worker's last socket closing takes its position off the map (docs/api.md, "
+    '"Version 1.3: reporting positions").'
 )
 
 SUMMARIES = {

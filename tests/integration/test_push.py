@@ -19,6 +19,8 @@ from dispatch.events import Event
 from dispatch.outbox import publisher
 from dispatch.push import connections, delivery
 from dispatch.push import sql as push_sql
+from dispatch.workers import locations
+from dispatch.workers.models import WorkerPosition
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext
 from dispatch_local.template import handler_of, websocket_api
@@ -128,6 +130,30 @@ def test_connect_stores_the_caller_until_its_token_expires_and_disconnect_forget
     route("$disconnect", "short")
     left = [r["connection_id"] for r in conn.execute("SELECT connection_id FROM push_connections")]
     assert left == ["long"]
+
+
+def test_a_workers_last_socket_closing_takes_it_off_the_map(
+    conn: db.Connection, push_settings: None, cache: Any
+) -> None:
+    """The contract's 1.3: a worker's position lasts while one of its sockets is open; the
+    last one's $disconnect forgets it (off the map until its next report). A business's or
+    ops's disconnect forgets nothing, and one of two devices closing keeps the position."""
+    soon = int((datetime.now(UTC) + timedelta(minutes=30)).timestamp())
+    worker_1 = {"sub": "w1", "roles": "worker", "expires_at": soon}
+    route("$connect", "phone", worker_1)
+    route("$connect", "tablet", worker_1)
+    route("$connect", "desk", {"sub": "b1", "roles": "business", "expires_at": soon})
+    for who in ("w1", "b1"):  # a business's id with a position: only to show nothing forgets it
+        locations.report(who, WorkerPosition(lat=12.97, lng=77.59))
+    route("$disconnect", "tablet")
+    assert set(locations.fresh_positions(["w1", "b1"])) == {"w1", "b1"}
+    route("$disconnect", "desk")
+    route("$disconnect", "phone")
+    assert set(locations.fresh_positions(["w1", "b1"])) == {"b1"}
+    assert [who for who, _ in locations.fresh_nearby(12.97, 77.59, 1_000, 10)] == ["b1"]
+    route("$disconnect", "phone")  # API Gateway's retry of it: nothing left to forget
+    locations.report("w1", WorkerPosition(lat=12.97, lng=77.59))  # back, by its next report
+    assert set(locations.fresh_positions(["w1"])) == {"w1"}
 
 
 # -- the store's guards, with the application bypassed ----------------------------------------

@@ -40,6 +40,13 @@ def forget(conn: Connection, connection_ids: Sequence[str]) -> None:
         sql.FORGET.run(conn, {"connection_ids": list(connection_ids)})
 
 
+def disconnect(conn: Connection, connection_id: str) -> str | None:
+    """The connection is closed: forgotten; the worker whose last live connection it was, if
+    it was a worker's (its position is then forgotten too: push's function does it)."""
+    row = sql.DISCONNECT.one(conn, {"connection_id": connection_id})
+    return None if row is None else row["caller_id"]
+
+
 def recipients(conn: Connection, event: Event) -> list[Recipient]:
     """Every connection allowed to hear the event (the contract's "Push")."""
     workers = [

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from dispatch.config import settings
 from dispatch.errors import CacheUnavailable
@@ -273,6 +273,30 @@ def report_many(reports: Iterable[Report]) -> int:
             pipe.sadd(cells_key(), *{cells[worker_id] for worker_id, _ in moved})
             pipe.execute()
     return len(latest)
+
+
+def forget(worker_id: str) -> bool:
+    """The worker is off the map (its app's socket closed): out of its cell and its own key
+    gone; True when it was on it. Two round trips: its key (which cell), then the removals."""
+    with reachable() as r:
+        before = _record(cast(bytes | None, r.getdel(record_key(worker_id))))
+        if before is None:
+            return False
+        keys = cell_keys(cell_of(before[0], before[1]))
+        pipe = r.pipeline(transaction=False)
+        pipe.zrem(keys.positions, worker_id)
+        pipe.zrem(keys.seen, worker_id)
+        pipe.execute()
+    return True
+
+
+def forget_if_reachable(worker_id: str) -> bool:
+    """forget, Redis out of reach failing nothing: the position then goes stale on its own."""
+    try:
+        return forget(worker_id)
+    except CacheUnavailable as error:
+        logger.warning("position not forgotten", extra={"error": str(error)})
+        return False
 
 
 def _fresh(r: "Client", found: list[tuple[float, str, str]]) -> list[tuple[float, str, str, float]]:
