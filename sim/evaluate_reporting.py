@@ -109,6 +109,11 @@ def discordant(found: Runs, city: str, first: str, second: str) -> tuple[int, in
     return only_first, only_second, mcnemar_exact(only_first, only_second)
 
 
+def one_seed(run: Path) -> str:
+    k = json.loads((run / f"kpis-{POLICY}.json").read_text())
+    return f"{100 * (k['fill_rate'] or 0):.1f}% / {k['time_to_accept_s']['p90'] or 0:.0f}"
+
+
 KINDS = (
     "HTTP requests",
     "PUT /workers/me/location",
@@ -136,9 +141,9 @@ def markdown(found: Runs) -> str:
             "| --- | --- | --- |"]  # fmt: skip
     for city, by_label in pools.items():
         for label, k in by_label.items():
-            seeds = ",".join(str(s) for s in k["seeds"])
+            which = ",".join(str(s) for s in k["seeds"])
             quality.append(
-                f"| {city} | {label} | {seeds} | {k['jobs']} | {100 * (k['fill_rate'] or 0):.1f}%"
+                f"| {city} | {label} | {which} | {k['jobs']} | {100 * (k['fill_rate'] or 0):.1f}%"
                 f" | {k['p50'] or 0:.0f} / {k['p90'] or 0:.0f} |"
                 f" {k['kinds']['5xx']:.0f} / {k['kinds']['violations']:.0f} |"
                 f" {k['lag_p99']:.1f} | ${k['bill'].get('total', 0):.3f} |"
@@ -162,6 +167,20 @@ def markdown(found: Runs) -> str:
             if first in labels and second in labels:
                 a, b, p = discordant(found, city, first, second)
                 pairs.append(f"| {city} | {first} / {second} | {a} | {b} | {p:.2f} |")
+    per_seed = [
+        "",
+        "Each seed on its own, fill / accept p90 (s):",
+        "",
+        "| city, seed | " + " | ".join(LABELS) + " |",
+        "| --- |" + " ---: |" * len(LABELS),
+    ]
+    for city, labels in found.items():
+        for seed in sorted({s for runs in labels.values() for s in runs}):
+            cells = [
+                one_seed(labels[label][seed]) if seed in labels.get(label, {}) else "-"
+                for label in LABELS
+            ]
+            per_seed.append(f"| {city} {seed} | " + " | ".join(cells) + " |")
     kinds = ["", "Requests by kind, every seed together:", "",
              "| city | run | " + " | ".join(KINDS) + " |",
              "| --- | --- |" + " ---: |" * len(KINDS)]  # fmt: skip
@@ -183,7 +202,7 @@ def markdown(found: Runs) -> str:
                 + " | ".join(f"${k['bill'].get(i, 0):.3f}" for i in items)
                 + " |"
             )
-    return "\n".join(quality + held + pairs + kinds + bill) + "\n"
+    return "\n".join(quality + held + pairs + per_seed + kinds + bill) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

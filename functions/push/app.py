@@ -10,6 +10,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from dispatch import db
+from dispatch.auth import Role
 from dispatch.entrypoints import lambda_entrypoint
 from dispatch.push import connections, tokens
 from dispatch.workers import locations
@@ -32,9 +33,13 @@ def route(event: dict[str, Any], _: LambdaContext) -> dict[str, Any]:
             )
         )
     elif context["routeKey"] == DISCONNECT:
-        closed = db.run(lambda conn: connections.disconnect(conn, connection_id))
-        if closed is not None:  # a worker's app has gone: off the map until it reports again
-            locations.forget_if_reachable(closed)
+        # Its authorizer's context, as at $connect: the row may be gone (the expiry sweep
+        # forgets a connection before the poster closes it), the caller is still known.
+        authorizer = context.get("authorizer") or {}
+        caller, roles = str(authorizer.get("sub", "")), str(authorizer.get("roles", "")).split()
+        last = db.run(lambda conn: connections.disconnect(conn, connection_id, caller))
+        if last and caller and Role.WORKER in roles:  # its app is gone: off the map
+            locations.forget_if_reachable(caller)
     return {"statusCode": 200}
 
 

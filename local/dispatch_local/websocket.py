@@ -45,6 +45,7 @@ from dispatch_local.template import Function, WebSocketApi
 # by the sender ends only expired connections), 1013 for a reader that fell behind.
 CLOSE_POLICY = 1008
 CLOSE_TOO_SLOW = 1013
+CLOSE_UNSUPPORTED = 1003  # what API Gateway closes with on a binary frame
 # API Gateway's own limit on one message it sends (PostToConnection).
 MAX_MESSAGE_BYTES = 128 * 1024
 DEFAULT_BUFFER = 256
@@ -175,10 +176,10 @@ class LocalWebSocketApi:
                 if message["type"] == "websocket.disconnect":
                     break
                 socket.last_active_at = time.time()
-                body = message.get("text") or (message.get("bytes") or b"").decode(
-                    "utf-8", "replace"
-                )
-                await self._message(socket, connection_id, headers, authorizer, body)
+                if message.get("text") is None:  # API Gateway takes text frames only
+                    socket.end(CLOSE_UNSUPPORTED, "binary frames are not supported")
+                    continue
+                await self._message(socket, connection_id, headers, authorizer, message["text"])
         except WebSocketDisconnect:
             pass
         finally:

@@ -87,12 +87,12 @@ def test_the_stand_in_does_what_the_template_s_integration_and_mapping_say() -> 
     assert integration["IntegrationType"] == "AWS"
     assert integration["IntegrationUri"]["Sub"].endswith(":kinesis:action/PutRecord")
     # The mapping template, word for word what StreamStandIn.put emulates: the record's data
-    # is the message as sent, its partition key `<principalId> <roles>`, its stream the one
+    # is the message as sent, its partition key `<roles>|<principalId>`, its stream the one
     # the consumer reads.
     assert json.loads(integration["RequestTemplates"]["$default"]["Sub"]) == {
         "StreamName": "${PositionStream}",
         "Data": "$util.base64Encode($input.body)",
-        "PartitionKey": "$context.authorizer.principalId $context.authorizer.roles",
+        "PartitionKey": "$context.authorizer.roles|$context.authorizer.principalId",
     }
     assert resources["PositionStream"]["Type"] == "AWS::Kinesis::Stream"
     standing = stand_in()
@@ -181,11 +181,11 @@ def test_a_good_body_becomes_a_record_as_sent_keyed_by_who_sent_it(body: str) ->
     assert standing.put(body, who("w-1", "worker")) is None
     (record,) = standing.take()
     assert record.data == body.encode()  # $util.base64Encode($input.body): the bytes as sent
-    assert record.partition_key == "w-1 worker"
+    assert record.partition_key == "worker|w-1"
     assert before <= record.arrived <= time.time()
     (event,) = standing.event([record])["Records"]
     assert base64.b64decode(event["kinesis"]["data"]) == body.encode()
-    assert event["kinesis"]["partitionKey"] == "w-1 worker"
+    assert event["kinesis"]["partitionKey"] == "worker|w-1"
     assert (event["eventSource"], event["eventSourceARN"]) == ("aws:kinesis", standing.arn)
 
 
@@ -223,7 +223,7 @@ def test_records_past_the_maximum_age_are_dropped_unread() -> None:
     assert standing.take(now=time.time() + standing.consumer.max_age_seconds + 1) == []
     assert standing.take() == []  # gone, not left for later
     standing.put(position(1, 4), who("w-3"))
-    assert [r.partition_key for r in standing.take()] == ["w-3 worker"]
+    assert [r.partition_key for r in standing.take()] == ["worker|w-3"]
 
 
 # -- PositionsFunction on its batches (the real Redis) ---------------------------------------
@@ -251,11 +251,11 @@ def test_a_business_s_record_and_malformed_ones_are_dropped_and_counted(
     # Records put on the stream by other means than the route (its model lets none through).
     now = time.time()
     batch += [
-        Record(b"not json", f"{other} worker", now, 901),
-        Record(b'{"action": "position", "lat": "1", "lng": 2}', f"{other} worker", now, 902),
-        Record(b'{"action": "position", "lat": 86, "lng": 2}', f"{other} worker", now, 903),
+        Record(b"not json", f"worker|{other}", now, 901),
+        Record(b'{"action": "position", "lat": "1", "lng": 2}', f"worker|{other}", now, 902),
+        Record(b'{"action": "position", "lat": 86, "lng": 2}', f"worker|{other}", now, 903),
         Record(position(1, 2).encode(), f"{other}", now, 904),  # no roles
-        Record(position(1, 2).encode(), " worker", now, 905),  # nobody
+        Record(position(1, 2).encode(), "worker|", now, 905),  # nobody
     ]
     assert write(standing.event(batch)) == {"written": 1, "dropped": 7}
     assert locations.fresh_positions([worker, business, ops, other]) == {worker: (12.97, 77.59)}
@@ -467,7 +467,7 @@ def test_a_position_goes_on_the_stream_a_refused_one_is_answered_the_rest_go_to_
     assert (refusal["message"], refusal["connectionId"]) == ("Bad request body", connection_id)
     assert refusal["requestId"]
     (record,) = due(socket_api.stand_in).take()
-    assert (record.data, record.partition_key) == (good.encode(), f"{sub} worker")
+    assert (record.data, record.partition_key) == (good.encode(), f"worker|{sub}")
     assert socket_api.stand_in.refused == 1
 
 
@@ -487,4 +487,4 @@ def test_the_partition_key_is_who_sent_it_whatever_their_role(socket_api: Socket
 
     run_async(run())
     (record,) = due(socket_api.stand_in).take()
-    assert record.partition_key == f"{sub} business"
+    assert record.partition_key == f"business|{sub}"

@@ -4,6 +4,7 @@ and closing expired ones. Over real sockets: tests/e2e/test_push_ws.py."""
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -136,24 +137,38 @@ def test_a_workers_last_socket_closing_takes_it_off_the_map(
     conn: db.Connection, push_settings: None, cache: Any
 ) -> None:
     """The contract's 1.3: a worker's position lasts while one of its sockets is open; the
-    last one's $disconnect forgets it (off the map until its next report). A business's or
-    ops's disconnect forgets nothing, and one of two devices closing keeps the position."""
+    last one's $disconnect forgets it (off the map until its next report), also when the
+    expiry sweep forgot the connection first. A business's disconnect forgets nothing, one of
+    two devices closing keeps the position, and a report sent before the close that arrives
+    after it (the stream's batching) does not bring the worker back."""
     soon = int((datetime.now(UTC) + timedelta(minutes=30)).timestamp())
     worker_1 = {"sub": "w1", "roles": "worker", "expires_at": soon}
+    business_1 = {"sub": "b1", "roles": "business", "expires_at": soon}
     route("$connect", "phone", worker_1)
     route("$connect", "tablet", worker_1)
-    route("$connect", "desk", {"sub": "b1", "roles": "business", "expires_at": soon})
+    route("$connect", "desk", business_1)
+    here = WorkerPosition(lat=12.97, lng=77.59)
     for who in ("w1", "b1"):  # a business's id with a position: only to show nothing forgets it
-        locations.report(who, WorkerPosition(lat=12.97, lng=77.59))
-    route("$disconnect", "tablet")
+        locations.report(who, here)
+    route("$disconnect", "tablet", worker_1)
     assert set(locations.fresh_positions(["w1", "b1"])) == {"w1", "b1"}
-    route("$disconnect", "desk")
-    route("$disconnect", "phone")
+    route("$disconnect", "desk", business_1)
+    sent_before_the_close = time.time()
+    route("$disconnect", "phone", worker_1)
     assert set(locations.fresh_positions(["w1", "b1"])) == {"b1"}
     assert [who for who, _ in locations.fresh_nearby(12.97, 77.59, 1_000, 10)] == ["b1"]
-    route("$disconnect", "phone")  # API Gateway's retry of it: nothing left to forget
-    locations.report("w1", WorkerPosition(lat=12.97, lng=77.59))  # back, by its next report
+    late = locations.Report("w1", here.lat, here.lng, sent_before_the_close)
+    assert locations.report_many([late]) == 0  # arrived after the close: not written
+    assert set(locations.fresh_positions(["w1"])) == set()
+    assert [who for who, _ in locations.fresh_nearby(12.97, 77.59, 1_000, 10)] == ["b1"]
+    route("$disconnect", "phone", worker_1)  # API Gateway's retry of it: nothing to forget
+    locations.report("w1", here)  # back, by its next report
     assert set(locations.fresh_positions(["w1"])) == {"w1"}
+    # A token that ran out: the sweep forgets the connection, then the poster closes it.
+    route("$connect", "expiring", worker_1)
+    connections.forget(conn, ["expiring"])
+    route("$disconnect", "expiring", worker_1)
+    assert set(locations.fresh_positions(["w1"])) == set()
 
 
 # -- the store's guards, with the application bypassed ----------------------------------------
