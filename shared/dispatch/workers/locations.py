@@ -242,8 +242,10 @@ def report_many(reports: Iterable[Report]) -> int:
     """Write reports, the latest of each worker's (a batch off the position stream, or one);
     returns how many workers were written. One round trip for them all: each worker's own key
     (its last position, the one before answered by SET ... GET) and its cell's two sets. A
-    second when some entered another cell: out of the old cell, the new registered for the
-    prune. Reports of one worker arrive in order (the stream keeps each worker's in order)."""
+    second when some entered another cell (out of the old cell, the new registered for the
+    prune), or when the key said the worker had gone off the map after a report was sent (the
+    report is undone: it arrived too late). Reports of one worker arrive in order (the stream
+    keeps each worker's in order)."""
     latest: dict[str, Report] = {}
     for one in reports:
         if one.worker_id not in latest or latest[one.worker_id].seen <= one.seen:
