@@ -25,6 +25,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from dispatch.workers import locations
 from dispatch_local import photos
 from dispatch_local.events import LambdaContext
 from dispatch_local.gateway import scheduled_event
@@ -69,6 +70,8 @@ class City:
         # the handler, for the bill (sim/costs.py).
         self.invocations: Counter[str] = Counter()
         self.handler_seconds: defaultdict[str, float] = defaultdict(float)
+        self.answer_bytes: Counter[str] = Counter()  # answers' JSON bodies (data transfer out)
+        self.servers: dict[str, float | None] = {}  # what Postgres and Redis spent (run.py)
         self.replay: list[dict[str, Any]] = []
         self.jobs: dict[str, Job] = {}
         self.favourites: dict[str, set[str]] = {}  # business -> its favourites (choosing.py)
@@ -151,6 +154,9 @@ class City:
             self.push.stop()
 
     def _run(self) -> None:
+        self._epoch0 = time.time()
+        self.profiles_known()
+        self.already_out()  # before the clock starts: the run does not begin behind
         self._wall0, self._epoch0 = time.monotonic(), time.time()
         end = self.scenario.seconds
         for arrival in self.arrivals:
@@ -311,6 +317,8 @@ class City:
         function = f"{method} {_route_key(path)}"
         self.invocations[function] += 1
         self.handler_seconds[function] += time.perf_counter() - began
+        if reply.body is not None:
+            self.answer_bytes[function] += len(json.dumps(reply.body))
         op.completed_at, op.status = time.monotonic(), reply.status
         op.outcome, op.response = outcome_of(reply.status), reply.body
         self.requests[(f"{method} {_route_key(path)}", reply.status)] += 1
@@ -459,16 +467,15 @@ class City:
             worker.profiled = True
         worker.status, worker.online_since, worker.moved_at = "idle", now, now
         worker.heading = worker.rng.uniform(0, 360)
-        period = self.scenario.workers.report_seconds if self.rule is None else self.rule.seconds
         first = now
         if now == 0:
             # Out before the run began: their phones report on their own clocks, not all at
             # the first second (which made every report period one burst the run fell behind
-            # on). A random phase within the period, from a seed of its own.
-            phase = random.Random(f"{self.scenario.seed}:phase:{worker.id}")
-            first = phase.uniform(0, period)
+            # on), and their last report was one period before the next (already_out).
+            first = self.first_report(worker)
+            worker.reported_at, worker.reported_where = first - self.period, worker.position
         if self.rule is not None:
-            self.plan_look(worker, first)  # never reported yet: due at the first look
+            self.plan_look(worker, first)  # due at the first look (a period, or never)
         elif now == 0:
             self.at(first, self.report, worker)
         else:
@@ -483,6 +490,8 @@ class City:
         if worker.status == "idle":
             worker.online_total += self.present - worker.online_since
             worker.status = "offline"
+            if self.rule is not None:  # the app closed its socket: $disconnect forgets it
+                locations.forget(worker.id)
 
     def pull_gap(self, worker: Worker) -> float:
         return worker.rng.expovariate(1 / (self.scenario.workers.pull_minutes * 60))
@@ -505,6 +514,43 @@ class City:
             worker.position,
             step * math.cos(math.radians(worker.heading)),
             step * math.sin(math.radians(worker.heading)),
+        )
+
+    @property
+    def period(self) -> float:
+        """How often an app reports at the least: its interval, or the rule's heartbeat."""
+        return self.scenario.workers.report_seconds if self.rule is None else self.rule.seconds
+
+    def first_report(self, worker: Worker) -> float:
+        """When a worker out before the run reports first: a random phase within the period,
+        from a seed of its own."""
+        return random.Random(f"{self.scenario.seed}:phase:{worker.id}").uniform(0, self.period)
+
+    def profiles_known(self) -> None:
+        """Workers with a past (scenario `prior_ratings`, written before the run) have their
+        profile already: their apps set no skills again, and the city learns their ratings
+        from the product's table (a hundred thousand PUTs would be the run's first minutes)."""
+        from dispatch import db
+
+        rows = db.run(lambda conn: conn.execute(
+            "SELECT id, rating::float8 AS rating FROM workers").fetchall())  # fmt: skip
+        for row in rows:
+            worker = self.workers.get(row["id"])
+            if worker is not None:
+                worker.profiled, worker.rating = True, row["rating"]
+
+    def already_out(self) -> None:
+        """The workers out before the run are on the map when it begins: each one's last
+        report, one period before its first in the run, written as its app sent it then (one
+        batch: a city of 100,000 would spend minutes on them one by one)."""
+        locations.report_many(
+            locations.Report(
+                worker.id,
+                *worker.plan.home,
+                self._epoch0 + (self.first_report(worker) - self.period) / self.speed,
+            )
+            for worker in self.workers.values()
+            if worker.plan.online_from == 0
         )
 
     def report(self, worker: Worker) -> None:

@@ -9,13 +9,14 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+import redis
 
 from dispatch.config.offer_policy import OfferPolicySettings
 from dispatch.observability import logger
@@ -28,6 +29,13 @@ if TYPE_CHECKING:
 
 # The product's settings that carry a duration, in the scenario's (real) seconds.
 KEEP_POSITIONS_SECONDS = 3600
+
+
+# How long a position counts (DISPATCH_LOCATION_FRESH_SECONDS) with each way of reporting:
+# today's, a report every 30 s (120), and the rule's, every 5 minutes when still (the product's
+# default now).
+FRESH_BY_INTERVAL = 120
+FRESH_BY_RULE = 360
 
 
 def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]:
@@ -64,7 +72,10 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
         "DISPATCH_OFFER_WAVE_INTERVAL_SECONDS": seconds(dispatch.wave_interval_seconds, 0),
         "DISPATCH_OFFER_NEXT_WAVE_ON_DECLINES": str(dispatch.next_wave_on_declines).lower(),
         "DISPATCH_LEASE_SECONDS": seconds(dispatch.lease_seconds),
-        "DISPATCH_LOCATION_FRESH_SECONDS": seconds(dispatch.location_fresh_seconds),
+        "DISPATCH_LOCATION_FRESH_SECONDS": seconds(
+            dispatch.location_fresh_seconds
+            or (FRESH_BY_INTERVAL if scenario.workers.reporting == "interval" else FRESH_BY_RULE)
+        ),
         "DISPATCH_LOCATION_KEEP_SECONDS": seconds(KEEP_POSITIONS_SECONDS),
     }
 
@@ -322,9 +333,11 @@ def run_one(
         transport.install()
         try:
             city = City(scenario, dispatch, transport, progress_seconds)
+            spent = servers_spent(database_url, redis_url)
             began = time.monotonic()
             city.run()
             wall = time.monotonic() - began
+            city.servers = spent()
             if transport.bus.errors:
                 raise RuntimeError(f"the simulation failed: {transport.bus.errors[0]}")
             from dispatch_local.history import check
@@ -350,6 +363,29 @@ def run_one(
             "past_jobs": len(past_jobs),
         },
     )
+
+
+def servers_spent(database_url: str, redis_url: str) -> Callable[[], dict[str, float | None]]:
+    """A reading of what the servers have done so far; called, what they did since (sim/meter:
+    the Postgres server's CPU seconds, Redis's commands and bytes). None where not measurable
+    (a server not of this machine, a sharded cache)."""
+    from dispatch.config import settings
+    from sim import meter
+
+    client = None if settings().redis_cluster else redis.Redis.from_url(redis_url)
+    cpu0 = meter.postgres_cpu_seconds(database_url)
+    commands0, bytes0 = meter.redis_counters(client) if client else (0, 0)
+
+    def since() -> dict[str, float | None]:
+        cpu = meter.postgres_cpu_seconds(database_url)
+        commands, moved = meter.redis_counters(client) if client else (0, 0)
+        return {
+            "postgres_cpu_seconds": None if cpu is None or cpu0 is None else cpu - cpu0,
+            "redis_commands": commands - commands0 if client else None,
+            "redis_bytes": moved - bytes0 if client else None,
+        }
+
+    return since
 
 
 def run(scenario: Scenario, home: Path, progress_seconds: float = 0.0) -> list[Outcome]:
@@ -412,6 +448,7 @@ def kpis(scenario: Scenario, city: "City", wall: float, dead_letters: int) -> di
         "nearest_idle_at_creation_m": percentiles([n for _, n in pairs if n is not None]),
         "winner_over_nearest": percentiles(ratios),
         "utilisation": busy / online if online else None,
+        "worker_online_hours": online / 3600,
         "requests": requests,
         "errors_5xx": errors,
         "dead_letters": dead_letters,
@@ -463,6 +500,8 @@ def usage(city: "City") -> dict[str, Any]:
         "sqs_sent": {url.rsplit("/", 1)[-1]: q.sent for url, q in transport.queues.items()},
         "sqs_receives": transport.deliveries,
         "events_put": transport.bus.put,
+        "answer_bytes": dict(city.answer_bytes),
+        **city.servers,
         "positions": {
             "socket_messages": city.socket_messages,
             "stream_puts": stream.put_count,

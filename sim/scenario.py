@@ -98,7 +98,7 @@ class ReportingRule(Model):
     read that carries the position (the offers pull) is a report too, and restarts both."""
 
     metres: Positive = 250
-    seconds: Positive = 90
+    seconds: Positive = 300
 
     def due(self, since_s: float, moved_m: float) -> bool:
         """Whether a report is due `since_s` after the last one, `moved_m` from where it was."""
@@ -233,7 +233,8 @@ class Dispatch(Model):
     wave_interval_seconds: NonNegative = 60
     next_wave_on_declines: bool = True
     lease_seconds: Positive = 600
-    location_fresh_seconds: Positive = 120
+    # None: the product's for the run's reporting (360 by the rule; 120, today's, by interval).
+    location_fresh_seconds: Positive | None = None
     sweep_seconds: Positive = 60
     # Who a wave offers to (DISPATCH_OFFER_POLICY): the seed's `nearest`, or `likely`.
     offer_policy: Literal["nearest", "likely"] = "nearest"

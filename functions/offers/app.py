@@ -38,10 +38,9 @@ def my_offers(
     """With `lat` and `lng` (where I am), the read is also my position report."""
     worker = app.caller
     if (lat is None) != (lng is None):
-        raise DispatchError(
-            Code.VALIDATION_FAILED, [{"field": "lat" if lat is None else "lng", "problem":
-                                      "lat and lng come together (where I am) or not at all"}]
-        )  # fmt: skip
+        missing = "query.lat" if lat is None else "query.lng"
+        problem = "lat and lng come together (where I am) or not at all"
+        raise DispatchError(Code.VALIDATION_FAILED, [{"field": missing, "problem": problem}])
     offers = db.run(lambda conn: inbox.offers_of(conn, worker.id))
     if lat is not None and lng is not None:
         locations.report_with_a_read(worker.id, lat, lng)

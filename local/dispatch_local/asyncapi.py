@@ -12,8 +12,9 @@ from dispatch.events import Event
 from dispatch.jobs.models import JOB_EVENT_MODELS, JobChanged
 from dispatch.offers.models import OFFER_EVENT_MODELS, JobUnfilled, OfferCreated
 from dispatch.outbox.publisher import SOURCE
+from dispatch.workers.models import PositionMessage
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"  # 1.3: the position message a worker sends
 
 # Every event type on the bus and the model that describes it.
 EVENT_MODELS: dict[str, type[Event]] = {
@@ -47,6 +48,17 @@ PUSH = (
     "`job.reopened`, `job.cancelled`). A takeover of its lapsed lease names the next holder, "
     "which it never hears. Push is a hint: after any reconnect pull `GET /jobs/{id}/events`, "
     'which a past holder may read up to the end of its hold (docs/api.md, "Past holders").'
+)
+
+POSITION = (
+    "A worker's app reports where it is on its socket, not over HTTP: when it has moved 250 m "
+    "since its last report, or 5 minutes have passed since it, whichever comes first, and "
+    "after every (re)connect (a "
+    "`GET /workers/me/offers?lat&lng` or `GET /jobs/nearby` carrying its position counts as a "
+    "report). Nothing comes back when it is taken; a message the model refuses gets API "
+    'Gateway\'s own `{"message": "Bad request body", ...}`. Positions are fresh for 360 s; '
+    "a worker's last socket closing takes its position off the map (docs/api.md, "
+    '"Version 1.3: reporting positions").'
 )
 
 SUMMARIES = {
@@ -84,7 +96,9 @@ SUMMARIES = {
 
 
 def document() -> dict[str, Any]:
-    models = (JobChanged, OfferCreated, JobUnfilled, ApplicationChanged, BackToChoice)
+    models = (
+        JobChanged, OfferCreated, JobUnfilled, ApplicationChanged, BackToChoice, PositionMessage
+    )  # fmt: skip
     _, schemas = models_json_schema(
         [(model, "serialization") for model in models],
         ref_template="#/components/schemas/{model}",
@@ -104,6 +118,13 @@ def document() -> dict[str, Any]:
             "x-eventbridge": {"source": SOURCE, "detail-type": event_type},
         }
         for event_type, model in EVENT_MODELS.items()
+    }
+    position = {
+        "name": "position",
+        "title": "position",
+        "summary": POSITION,
+        "contentType": "application/json",
+        "payload": {"$ref": "#/components/schemas/PositionMessage"},
     }
     return {
         "asyncapi": "3.0.0",
@@ -146,7 +167,10 @@ def document() -> dict[str, Any]:
                 "address": "/",
                 "title": "Push to devices",
                 "description": PUSH,
-                "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in messages},
+                "messages": {
+                    **{name: {"$ref": f"#/components/messages/{name}"} for name in messages},
+                    "position": {"$ref": "#/components/messages/position"},
+                },
                 "servers": [{"$ref": "#/servers/push"}],
             },
         },
@@ -165,6 +189,16 @@ def document() -> dict[str, Any]:
                 "channel": {"$ref": "#/channels/push"},
                 "messages": [{"$ref": f"#/channels/push/messages/{name}"} for name in messages],
             },
+            "sendPosition": {
+                "action": "send",
+                "title": "Report where I am (a worker)",
+                "summary": POSITION,
+                "channel": {"$ref": "#/channels/push"},
+                "messages": [{"$ref": "#/channels/push/messages/position"}],
+            },
         },
-        "components": {"schemas": schemas["$defs"], "messages": messages},
+        "components": {
+            "schemas": schemas["$defs"],
+            "messages": {**messages, "position": position},
+        },
     }

@@ -51,6 +51,15 @@ def asyncapi(_: argparse.Namespace) -> None:
     print(json.dumps(document(), indent=2))
 
 
+def forget_sockets() -> None:
+    """No socket outlives the local WebSocket API: the connections a stack that stopped (or
+    was killed) left behind are gone, though their $disconnect never ran (left, they would
+    keep their workers on the map as if another device were open)."""
+    from dispatch import db
+
+    db.run(lambda conn: conn.execute("DELETE FROM push_connections"))
+
+
 def dev(args: argparse.Namespace) -> None:
     from dispatch_local import services
 
@@ -67,6 +76,7 @@ def dev(args: argparse.Namespace) -> None:
 
     push_settings(args.port)  # before the services: the stack's record names them too
     found = services.start()
+    forget_sockets()
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "dispatch")
     stack = gateway.Gateway(environments=args.environments, readable_logs=not args.json_logs)
@@ -92,6 +102,8 @@ def dev(args: argparse.Namespace) -> None:
             "PushGoneQueue": os.environ["PUSH_GONE_QUEUE_URL"],
         }
     )
+    # Positions sent on the socket (its position route) reach Redis through the stream.
+    stack.run_stream_consumers()
     # uvicorn calls its `websockets` implementation deprecated; it is the one that answers a
     # refused handshake without logging an error (see `ws=` below).
     warnings.filterwarnings("ignore", "The `websockets` implementation is deprecated")

@@ -40,6 +40,7 @@ from dispatch.models import to_json
 from dispatch_local import apidoc, logs, settings_not_needed, tokens
 from dispatch_local import asyncapi as bus_contract
 from dispatch_local.events import LambdaContext, http_api_event, new_request_id
+from dispatch_local.streams import StreamStandIn, stand_ins
 from dispatch_local.template import (
     Function,
     QueueConsumer,
@@ -52,6 +53,7 @@ from dispatch_local.template import (
     queue_consumers,
     routes,
     schedules,
+    stream_consumers,
     websocket_api,
 )
 from dispatch_local.websocket import LocalWebSocketApi
@@ -258,6 +260,10 @@ class Gateway:
         self.default = default_route()
         self.schedules = schedules()
         self.consumers = queue_consumers()
+        # Push (issue 23): the template's WebSocket API, its functions run in the same pool;
+        # its stream routes put on stand-ins that run_stream_consumers reads (issue 37).
+        found = websocket_api()
+        self.streams = stand_ins(found, stream_consumers())
         self._stop = threading.Event()
         spawn = multiprocessing.get_context("spawn")
         self.pool = ProcessPoolExecutor(
@@ -266,20 +272,23 @@ class Gateway:
             initializer=_environment_started,
             initargs=(os.getpid(), readable_logs),
         )
-        # The queue consumers and the schedules have environments of their own, one per poller
-        # and schedule, as each Lambda function has its own: a burst of HTTP requests never
-        # holds up a sweep or a publish (a shared pool made a 1 s sweep wait behind requests).
+        # The queue and stream consumers and the schedules have environments of their own, one
+        # per poller, stream and schedule, as each Lambda function has its own: a burst of HTTP
+        # requests never holds up a sweep or a publish (a shared pool made a 1 s sweep wait
+        # behind requests).
         self.background = ProcessPoolExecutor(
-            max_workers=len(self.schedules) + sum(pollers(c) for c in self.consumers),
+            max_workers=len(self.schedules)
+            + sum(pollers(c) for c in self.consumers)
+            + len(self.streams),
             mp_context=spawn,
             initializer=_environment_started,
             initargs=(os.getpid(), readable_logs),
         )
         self._openapi: dict[str, Any] | None = None
         self._asyncapi: bytes | None = None
-        # Push (issue 23): the template's WebSocket API, its functions run in the same pool.
-        found = websocket_api()
-        self.websocket = None if found is None else LocalWebSocketApi(found, self._invoke)
+        self.websocket = (
+            None if found is None else LocalWebSocketApi(found, self._invoke, self.streams)
+        )
 
     async def _invoke(self, function: Function, event: dict[str, Any]) -> Any:
         return await asyncio.wrap_future(self.pool.submit(invoke, function, event))
@@ -353,6 +362,22 @@ class Gateway:
             url, receiving = queue_urls[consumer.queue], threading.Lock()
             for _ in range(pollers(consumer)):
                 threading.Thread(target=loop, args=(consumer, url, receiving), daemon=True).start()
+
+    def run_stream_consumers(self) -> None:
+        """Feed each stream-triggered function what its stream route puts on the stand-in,
+        the way the Kinesis event source mapping would (consume_stream): one batch at a time
+        per stream, as from its one shard, until close()."""
+
+        def loop(stand_in: StreamStandIn) -> None:
+            def handle(event: dict[str, Any]) -> Any:
+                return self.background.submit(invoke, stand_in.consumer, event, 60).result()
+
+            while not self._stop.is_set():
+                if not consume_stream(stand_in, handle):
+                    self._stop.wait(STREAM_IDLE_SECONDS)
+
+        for stand_in in self.streams.values():
+            threading.Thread(target=loop, args=(stand_in,), daemon=True).start()
 
     async def handle(
         self,
@@ -508,6 +533,38 @@ def sqs_record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
         "eventSourceARN": queue_arn,
         "awsRegion": queue_arn.split(":")[3],
     }
+
+
+# How often a stream's loop looks for a due batch when none was: a position waits the batching
+# window (a second), and about this much more.
+STREAM_IDLE_SECONDS = 0.1
+
+
+def consume_stream(stand_in: StreamStandIn, handle: Callable[[dict[str, Any]], Any]) -> int:
+    """One turn of a local Kinesis event source mapping: the batch that is due, if one is
+    (StreamStandIn.ready), handed to the function; a batch whose invocation fails is tried
+    again up to the mapping's MaximumRetryAttempts, then skipped with a line in the log (what
+    the stream carries is disposable: a worker's next position replaces the lost one).
+    Returns the records taken."""
+    if not stand_in.ready():
+        return 0
+    batch = stand_in.take()
+    if not batch:  # every record past the mapping's maximum age
+        return 0
+    event, consumer = stand_in.event(batch), stand_in.consumer
+    tries = 1 + consumer.retries
+    for tried in range(1, tries + 1):
+        try:
+            handle(event)
+            break
+        except Exception as error:  # an invocation that fails fails its whole batch
+            if tried == tries:
+                print(
+                    f"{consumer.function}: a batch of {len(batch)} records skipped after"
+                    f" {tries} tries: {error!r}",
+                    flush=True,
+                )
+    return len(batch)
 
 
 def _error(

@@ -6,8 +6,10 @@ code of ours on this path is the consumer, which gets the batches Lambda would h
 - `put`: the route's model holds the message (JSON Schema draft 4, as API Gateway checks it);
   a bad one is refused with API Gateway's own "Bad request body" and goes no further. A good
   one becomes a record as the mapping template says: its data the message as sent, its
-  partition key `<principalId> <roles>` from the connection's authorizer.
+  partition key `<roles>|<principalId>` from the connection's authorizer.
 - `take` and `event`: up to the mapping's batch size, in arrival order, as a Kinesis event.
+- `stand_ins`: one per stream route, shared by what puts (the local WebSocket API) and what
+  takes (the local stack's consumer loop, dispatch_local.gateway.consume_stream).
 """
 
 import base64
@@ -20,7 +22,12 @@ from typing import Any
 
 from jsonschema import Draft4Validator
 
-from dispatch_local.template import StreamConsumer, StreamRoute
+from dispatch_local.template import StreamConsumer, StreamRoute, WebSocketApi
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
 
 BAD_BODY = "Bad request body"  # what API Gateway tells the sender of a message its model refuses
 
@@ -49,14 +56,14 @@ class StreamStandIn:
 
     def put(self, body: str, authorizer: dict[str, Any]) -> str | None:
         """None when the message went on the stream; else why not (API Gateway's answer)."""
-        try:
-            message = json.loads(body)
-        except ValueError:
+        try:  # JSON as API Gateway reads it: NaN and Infinity are not numbers there
+            message = json.loads(body, parse_constant=_not_json)
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
             message = None
         if message is None or not self.validator.is_valid(message):
             self.refused += 1
             return BAD_BODY
-        key = f"{authorizer.get('principalId', '')} {authorizer.get('roles', '')}"
+        key = f"{authorizer.get('roles', '')}|{authorizer.get('principalId', '')}"
         with self.lock:
             self.sequence += 1
             self.put_count += 1
@@ -107,3 +114,18 @@ class StreamStandIn:
                 for record in batch
             ]
         }
+
+
+def stand_ins(
+    api: WebSocketApi | None, consumers: list[StreamConsumer]
+) -> dict[str, StreamStandIn]:
+    """Each stream route's stand-in (by route key), with the consumer of its stream: made once
+    where a stack is assembled, the WebSocket API putting on it and the consumer's loop taking
+    from it, as both meet at the one stream in AWS."""
+    found: dict[str, StreamStandIn] = {}
+    for route_key, route in (api.streams if api is not None else {}).items():
+        consumer = next((c for c in consumers if c.stream == route.stream), None)
+        if consumer is None:  # a stream nobody reads: the local stack has nothing to run
+            raise ValueError(f"route {route_key}: no function consumes {route.stream}")
+        found[route_key] = StreamStandIn(route, consumer)
+    return found

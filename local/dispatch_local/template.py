@@ -257,7 +257,7 @@ class StreamRoute:
     service integration, no Lambda): the model that holds the message first (JSON Schema),
     and the stream (its logical id). Its mapping template is read by the local gateway only
     as tests/integration/test_position_stream.py holds it: data the message, partition key
-    `<principalId> <roles>`."""
+    `<roles>|<principalId>`."""
 
     model: dict[str, Any]
     stream: str

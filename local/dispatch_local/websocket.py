@@ -4,7 +4,12 @@ routes ($connect behind its Lambda authorizer, $disconnect, $default).
 
 - `GET /ws?token=...` upgraded: the authorizer function runs first (a refusal is an HTTP 401
   in the contract's error body, before any socket opens), then $connect; each message a device
-  sends goes to $default; a close (either side) runs $disconnect.
+  sends goes to the route its `action` names (the API's RouteSelectionExpression), else to
+  $default; a close (either side) runs $disconnect.
+- A route into a stream (`position`, issue 37) runs no function: its stand-in
+  (dispatch_local.streams) holds the message to the route's model and puts it on the stream.
+  Nothing is sent back, unless the model refuses it: then API Gateway's own "Bad request body"
+  (not the contract's error body), and the message goes no further.
 - The management API the sender calls (boto3 `apigatewaymanagementapi`, its endpoint this
   stack's address): `POST /@connections/{id}` queues the data for that socket,
   `DELETE /@connections/{id}` closes it, `GET /@connections/{id}` describes it; an unknown id
@@ -17,10 +22,11 @@ routes ($connect behind its Lambda authorizer, $disconnect, $default).
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,12 +38,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from dispatch.errors import Code, error_body
 from dispatch_local.events import new_request_id
+from dispatch_local.streams import StreamStandIn
 from dispatch_local.template import Function, WebSocketApi
 
 # The contract's close codes: 1008 for a token that is refused or has expired (DeleteConnection
 # by the sender ends only expired connections), 1013 for a reader that fell behind.
 CLOSE_POLICY = 1008
 CLOSE_TOO_SLOW = 1013
+CLOSE_UNSUPPORTED = 1003  # what API Gateway closes with on a binary frame
 # API Gateway's own limit on one message it sends (PostToConnection).
 MAX_MESSAGE_BYTES = 128 * 1024
 DEFAULT_BUFFER = 256
@@ -72,13 +80,15 @@ class LocalSocket:
     def __post_init__(self) -> None:
         self.queue = asyncio.Queue(maxsize=self.buffer)
 
-    def offer(self, data: bytes) -> bool:
-        """Queue a message; False when the buffer is full (the reader fell behind)."""
+    def send(self, data: bytes) -> bool:
+        """Queue a message; False when it cannot go: the socket is closing, or its buffer is
+        full (the reader fell behind, and is closed: it reconnects and pulls)."""
         if self.closing is not None:
             return False
         try:
             self.queue.put_nowait(data)
         except asyncio.QueueFull:
+            self.end(CLOSE_TOO_SLOW, "too slow: reconnect and pull")
             return False
         return True
 
@@ -118,8 +128,16 @@ class LocalSocket:
 
 
 class LocalWebSocketApi:
-    def __init__(self, api: WebSocketApi, invoke: Invoke) -> None:
+    def __init__(
+        self,
+        api: WebSocketApi,
+        invoke: Invoke,
+        streams: Mapping[str, StreamStandIn] | None = None,
+    ) -> None:
+        """`streams`: the stand-in of each stream route (dispatch_local.streams.stand_ins),
+        shared with whatever consumes them; without them, every message goes to $default."""
         self.api, self.invoke = api, invoke
+        self.streams = dict(streams or {})
         self.sockets: dict[str, LocalSocket] = {}
         self.buffer = int(os.environ.get("DISPATCH_PUSH_BUFFER", str(DEFAULT_BUFFER)))
 
@@ -158,11 +176,10 @@ class LocalWebSocketApi:
                 if message["type"] == "websocket.disconnect":
                     break
                 socket.last_active_at = time.time()
-                body = message.get("text") or (message.get("bytes") or b"").decode(
-                    "utf-8", "replace"
-                )
-                with contextlib.suppress(Exception):  # a failing $default answers nothing
-                    await self._route("$default", connection_id, headers, None, authorizer, body)
+                if message.get("text") is None:  # API Gateway takes text frames only
+                    socket.end(CLOSE_UNSUPPORTED, "binary frames are not supported")
+                    continue
+                await self._message(socket, connection_id, headers, authorizer, message["text"])
         except WebSocketDisconnect:
             pass
         finally:
@@ -170,6 +187,30 @@ class LocalWebSocketApi:
             socket.stop()
             with contextlib.suppress(Exception):
                 await self._route("$disconnect", connection_id, headers, None, authorizer)
+
+    async def _message(
+        self,
+        socket: LocalSocket,
+        connection_id: str,
+        headers: dict[str, str],
+        authorizer: dict[str, Any],
+        body: str,
+    ) -> None:
+        """A device's message where API Gateway sends it: the stream route its action names,
+        else $default."""
+        stream = self.streams.get(action_of(body) or "")
+        if stream is None:
+            with contextlib.suppress(Exception):  # a failing $default answers nothing
+                await self._route("$default", connection_id, headers, None, authorizer, body)
+            return
+        refused = stream.put(body, authorizer)
+        if refused is not None:  # API Gateway's own answer, in its own shape
+            answer = {
+                "message": refused,
+                "connectionId": connection_id,
+                "requestId": new_request_id(),
+            }
+            socket.send(json.dumps(answer).encode())
 
     async def _authorize(
         self, connection_id: str, query: dict[str, str], headers: dict[str, str]
@@ -267,10 +308,20 @@ class LocalWebSocketApi:
         data = await request.body()
         if len(data) > MAX_MESSAGE_BYTES:
             return _aws_error(413, "PayloadTooLargeException", "message over 128 KB")
-        if not socket.offer(data):
-            socket.end(CLOSE_TOO_SLOW, "too slow: reconnect and pull")
+        if not socket.send(data):
             return _aws_error(410, "GoneException", f"{connection_id} fell behind and was closed")
         return Response(status_code=200)
+
+
+def action_of(body: str) -> str | None:
+    """`$request.body.action`, the template's RouteSelectionExpression: the route a message
+    names, when it is a JSON object with a string `action`."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser takes
+        return None
+    action = message.get("action") if isinstance(message, dict) else None
+    return action if isinstance(action, str) else None
 
 
 def _iso(seconds: float) -> str:

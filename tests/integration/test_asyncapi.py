@@ -13,6 +13,7 @@ from dispatch.choice.models import BACK_TO_CHOICE, ApplicationEventType
 from dispatch.jobs.models import JobEventType
 from dispatch.offers.models import OfferEventType
 from dispatch_local import REPO_ROOT, asyncapi
+from dispatch_local.template import websocket_api
 from tests.contract import assert_valid_event
 
 SPEC = REPO_ROOT / "tests" / "vendor" / "asyncapi-specs" / "3.0.0.json"
@@ -41,7 +42,7 @@ def allowed_types(conn: db.Connection, constraint: str) -> set[str]:
 
 
 def test_every_type_the_code_and_the_database_know_is_described(conn: db.Connection) -> None:
-    described = set(asyncapi.document()["components"]["messages"])
+    described = set(asyncapi.document()["components"]["messages"]) - {"position"}  # sent
     in_code = (
         {t.value for t in JobEventType}
         | {t.value for t in OfferEventType}
@@ -77,5 +78,22 @@ def test_push_is_a_channel_that_says_who_hears_the_end_of_a_hold() -> None:
     document = asyncapi.document()
     push = document["channels"]["push"]
     assert push["servers"] == [{"$ref": "#/servers/push"}]
-    assert set(push["messages"]) == set(document["channels"]["jobs"]["messages"])
+    assert set(push["messages"]) == set(document["channels"]["jobs"]["messages"]) | {"position"}
     assert "ends its hold" in push["description"] and "Past holders" in push["description"]
+
+
+def test_a_worker_sends_positions_on_the_socket_held_to_the_templates_model() -> None:
+    """The contract's position message and the model API Gateway checks it with are one: the
+    same fields, required the same, the same bounds (the template cannot import the code)."""
+    document = asyncapi.document()
+    assert document["operations"]["sendPosition"]["action"] == "send"
+    schema = document["components"]["schemas"]["PositionMessage"]
+    api = websocket_api()
+    assert api is not None
+    model = api.streams["position"].model
+    assert set(model["required"]) == set(schema["required"]) == {"action", "lat", "lng"}
+    assert model["additionalProperties"] is schema["additionalProperties"] is False
+    assert model["properties"]["action"]["enum"] == [schema["properties"]["action"]["const"]]
+    for field in ("lat", "lng"):
+        ours, theirs = schema["properties"][field], model["properties"][field]
+        assert (theirs["minimum"], theirs["maximum"]) == (ours["minimum"], ours["maximum"])

@@ -236,3 +236,41 @@ def test_the_sweep_goes_on_when_redis_is_down(
         monkeypatch.undo()
         settings.cache_clear()
         locations.client.cache_clear()
+
+
+def test_a_read_that_carries_where_i_am_is_my_report(api: Api, cache: redis.Redis) -> None:
+    """The contract's rule: the offers' list with ?lat&lng, and nearby (unless here=false),
+    count as a position report; only both of lat and lng make one."""
+    assert api.call("GET", "/workers/me/offers?lat=12.97&lng=77.59", worker(1)).status == 200
+    assert locations.fresh_positions(["worker-1"]) == {"worker-1": (12.97, 77.59)}
+    nearby = api.call("GET", "/jobs/nearby?lat=12.98&lng=77.6", worker(2), key=None)
+    assert nearby.status == 200
+    elsewhere = api.call("GET", "/jobs/nearby?lat=13.5&lng=77.6&here=false", worker(1), key=None)
+    assert elsewhere.status == 200
+    assert locations.fresh_positions(["worker-1", "worker-2"]) == {
+        "worker-1": (12.97, 77.59),
+        "worker-2": (12.98, 77.6),
+    }
+    half = api.call("GET", "/workers/me/offers?lat=12.97", worker(3))
+    assert (half.status, half.code) == (400, "VALIDATION_FAILED")
+    assert "lat and lng" in str(half.body)
+    beyond = api.call("GET", "/workers/me/offers?lat=86&lng=0", worker(3))
+    assert (beyond.status, beyond.code) == (400, "VALIDATION_FAILED")
+    assert locations.fresh_positions(["worker-3"]) == {}
+
+
+def test_a_read_answers_when_redis_cannot_take_its_position(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:9/0")
+    settings.cache_clear()
+    locations.client.cache_clear()
+    try:
+        offers = api.call("GET", "/workers/me/offers?lat=12.97&lng=77.59", worker(1))
+        assert (offers.status, offers.body) == (200, {"offers": []})
+        nearby = api.call("GET", "/jobs/nearby?lat=12.97&lng=77.59", worker(1), key=None)
+        assert nearby.status == 200
+    finally:
+        monkeypatch.undo()
+        settings.cache_clear()
+        locations.client.cache_clear()

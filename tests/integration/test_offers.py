@@ -151,8 +151,8 @@ def test_only_fresh_qualified_idle_workers_never_the_last_holder(
 ) -> None:
     configure(DISPATCH_OFFER_WAVES="50@3000")
     place(conn, "ready", 500, skills=["wash", "iron"])
-    place(conn, "stale", 400, skills=["wash", "iron"], seen_seconds_ago=121)
-    place(conn, "fresh-enough", 600, skills=["wash", "iron"], seen_seconds_ago=100)
+    place(conn, "stale", 400, skills=["wash", "iron"], seen_seconds_ago=361)
+    place(conn, "fresh-enough", 600, skills=["wash", "iron"], seen_seconds_ago=340)
     place(conn, "unskilled", 300, skills=["wash"])
     place(conn, "busy", 200, skills=["wash", "iron"])
     place(conn, "loser", 100, skills=["wash", "iron"])

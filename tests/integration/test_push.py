@@ -4,6 +4,7 @@ and closing expired ones. Over real sockets: tests/e2e/test_push_ws.py."""
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,8 @@ from dispatch.events import Event
 from dispatch.outbox import publisher
 from dispatch.push import connections, delivery
 from dispatch.push import sql as push_sql
+from dispatch.workers import locations
+from dispatch.workers.models import WorkerPosition
 from dispatch_local import tokens
 from dispatch_local.events import LambdaContext
 from dispatch_local.template import handler_of, websocket_api
@@ -128,6 +131,44 @@ def test_connect_stores_the_caller_until_its_token_expires_and_disconnect_forget
     route("$disconnect", "short")
     left = [r["connection_id"] for r in conn.execute("SELECT connection_id FROM push_connections")]
     assert left == ["long"]
+
+
+def test_a_workers_last_socket_closing_takes_it_off_the_map(
+    conn: db.Connection, push_settings: None, cache: Any
+) -> None:
+    """The contract's 1.3: a worker's position lasts while one of its sockets is open; the
+    last one's $disconnect forgets it (off the map until its next report), also when the
+    expiry sweep forgot the connection first. A business's disconnect forgets nothing, one of
+    two devices closing keeps the position, and a report sent before the close that arrives
+    after it (the stream's batching) does not bring the worker back."""
+    soon = int((datetime.now(UTC) + timedelta(minutes=30)).timestamp())
+    worker_1 = {"sub": "w1", "roles": "worker", "expires_at": soon}
+    business_1 = {"sub": "b1", "roles": "business", "expires_at": soon}
+    route("$connect", "phone", worker_1)
+    route("$connect", "tablet", worker_1)
+    route("$connect", "desk", business_1)
+    here = WorkerPosition(lat=12.97, lng=77.59)
+    for who in ("w1", "b1"):  # a business's id with a position: only to show nothing forgets it
+        locations.report(who, here)
+    route("$disconnect", "tablet", worker_1)
+    assert set(locations.fresh_positions(["w1", "b1"])) == {"w1", "b1"}
+    route("$disconnect", "desk", business_1)
+    sent_before_the_close = time.time()
+    route("$disconnect", "phone", worker_1)
+    assert set(locations.fresh_positions(["w1", "b1"])) == {"b1"}
+    assert [who for who, _ in locations.fresh_nearby(12.97, 77.59, 1_000, 10)] == ["b1"]
+    late = locations.Report("w1", here.lat, here.lng, sent_before_the_close)
+    assert locations.report_many([late]) == 0  # arrived after the close: not written
+    assert set(locations.fresh_positions(["w1"])) == set()
+    assert [who for who, _ in locations.fresh_nearby(12.97, 77.59, 1_000, 10)] == ["b1"]
+    route("$disconnect", "phone", worker_1)  # API Gateway's retry of it: nothing to forget
+    locations.report("w1", here)  # back, by its next report
+    assert set(locations.fresh_positions(["w1"])) == {"w1"}
+    # A token that ran out: the sweep forgets the connection, then the poster closes it.
+    route("$connect", "expiring", worker_1)
+    connections.forget(conn, ["expiring"])
+    route("$disconnect", "expiring", worker_1)
+    assert set(locations.fresh_positions(["w1"])) == set()
 
 
 # -- the store's guards, with the application bypassed ----------------------------------------

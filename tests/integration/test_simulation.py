@@ -267,7 +267,7 @@ def test_a_workers_app_reports_by_the_rule_on_the_position_path(
     conn: db.Connection, cache: Any
 ) -> None:
     """The city's worker, one look at a time, on the real route, stream stand-in and
-    PositionsFunction: a message when 90 s have passed or 250 m been covered since the last
+    PositionsFunction: a message when 5 minutes have passed or 250 m been covered since the last
     report, none otherwise; the offers pull carries the position, is a report (it lands in
     Redis) and restarts both; a quicker pace plans the next look sooner."""
     from sim.city import City
@@ -297,27 +297,27 @@ def test_a_workers_app_reports_by_the_rule_on_the_position_path(
     assert look_at(10.0) == city.transport.positions.put_count == 1  # never reported: due
     assert city.write_positions() == 1 and city.invocations["PositionStream"] == 1
     assert in_redis() == (round(worker.position[0], 5), round(worker.position[1], 5))
-    assert next_look() == 100.0  # standing still: the heartbeat
-    assert look_at(99.0) == 1 and look_at(100.0) == 2
+    assert next_look() == 310.0  # standing still: the heartbeat
+    assert look_at(309.0) == 1 and look_at(310.0) == 2
 
     worker.position = offset(worker.position, 100, 0)
     void = worker.look
-    city.present = 150.0
+    city.present = 360.0
     city.pull(worker)  # GET /workers/me/offers?lat&lng: a report
     assert city.requests[("GET /workers/me/offers", 200)] == city.reads_with_position == 1
     assert in_redis() == (round(worker.position[0], 5), round(worker.position[1], 5))
     city.look(worker, void)  # the look planned before the pull is void
-    assert city.socket_messages == 2 and next_look() == 240.0
-    assert look_at(239.0) == 2 and look_at(240.0) == 3
+    assert city.socket_messages == 2 and next_look() == 660.0
+    assert look_at(659.0) == 2 and look_at(660.0) == 3
 
     worker.position = offset(worker.reported_where or worker.position, 249, 0)
-    assert look_at(241.0) == 3
+    assert look_at(661.0) == 3
     worker.position = offset(worker.position, 2, 0)
-    assert look_at(242.0) == 4  # 251 m: due before the heartbeat
+    assert look_at(662.0) == 4  # 251 m: due before the heartbeat
 
     worker.target = offset(worker.position, 5000, 0)  # on the way somewhere at 8 m/s
     city.plan_look(worker)
-    assert next_look() == pytest.approx(242.0 + 250 / 8)
+    assert next_look() == pytest.approx(662.0 + 250 / 8)
     assert city.write_positions() == 3 and city.transport.positions.refused == 0
     assert not any(route == "PUT /workers/me/location" for route, _ in city.requests)
 

@@ -69,8 +69,10 @@ class Settings(Group):
     idempotency_ttl_hours: int = Field(24, gt=0, validation_alias="DISPATCH_IDEMPOTENCY_TTL_HOURS")
     # Locations (Redis GEO): positions older than this are ignored by offers; the sweeper
     # prunes positions older than the keep period.
+    # 360: the contract's reporting rule sends a still worker's position every 5 minutes
+    # (docs/api.md, "Version 1.3"); a closed socket takes the worker off the map at once.
     location_fresh_seconds: int = Field(
-        120, gt=0, validation_alias="DISPATCH_LOCATION_FRESH_SECONDS"
+        360, gt=0, validation_alias="DISPATCH_LOCATION_FRESH_SECONDS"
     )
     location_keep_seconds: int = Field(
         3600, gt=0, validation_alias="DISPATCH_LOCATION_KEEP_SECONDS"

@@ -40,6 +40,13 @@ def forget(conn: Connection, connection_ids: Sequence[str]) -> None:
         sql.FORGET.run(conn, {"connection_ids": list(connection_ids)})
 
 
+def disconnect(conn: Connection, connection_id: str, caller_id: str) -> bool:
+    """The connection is closed: forgotten; True when it was its caller's last live one (a
+    worker's position then goes too: push's function does it)."""
+    row = sql.DISCONNECT.one(conn, {"connection_id": connection_id, "caller_id": caller_id})
+    return row is not None and row["last"]
+
+
 def recipients(conn: Connection, event: Event) -> list[Recipient]:
     """Every connection allowed to hear the event (the contract's "Push")."""
     workers = [

@@ -33,6 +33,31 @@ DELETE FROM push_connections WHERE connection_id = ANY(%(connection_ids)s::text[
 """)
 
 
+class DisconnectParams(TypedDict):
+    connection_id: str
+    caller_id: str
+
+
+class DisconnectRow(TypedDict):
+    last: bool
+
+
+# A connection closed ($disconnect): its row goes (the expiry sweep may have taken it first);
+# answers whether its caller has no other live connection (a worker's position then leaves the
+# map until its next report: the socket is how the product knows a worker's app is there,
+# docs/api.md "Version 1.3"). The caller is the connection's, from its authorizer.
+DISCONNECT: Query[DisconnectParams, DisconnectRow] = Query("""
+WITH gone AS (
+  DELETE FROM push_connections WHERE connection_id = %(connection_id)s
+)
+SELECT NOT EXISTS (SELECT 1
+                     FROM push_connections other
+                    WHERE other.caller_id = %(caller_id)s
+                      AND other.connection_id <> %(connection_id)s
+                      AND other.expires_at > now()) AS last
+""")
+
+
 class RecipientsParams(TypedDict):
     job_id: UUID
     workers: list[str]

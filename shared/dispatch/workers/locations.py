@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from dispatch.config import settings
 from dispatch.errors import CacheUnavailable
@@ -193,12 +193,20 @@ def forget_everyone(r: "Client | None" = None) -> None:
     return None
 
 
+GONE = b"gone"  # a worker's key after its app's socket closed: `gone <when>`
+
+
 def _record(value: bytes | None) -> tuple[float, float, float] | None:
-    """(lat, lng, seen) from a worker's key, or None."""
-    if value is None:
+    """(lat, lng, seen) from a worker's key; None when it has none, or is gone."""
+    if value is None or value.startswith(GONE):
         return None
     lat, lng, seen = value.split()
     return float(lat), float(lng), float(seen)
+
+
+def _gone_at(value: bytes | None) -> float | None:
+    """When the worker went off the map, if its key says it did."""
+    return float(value.split()[1]) if value is not None and value.startswith(GONE) else None
 
 
 class Report(NamedTuple):
@@ -234,8 +242,10 @@ def report_many(reports: Iterable[Report]) -> int:
     """Write reports, the latest of each worker's (a batch off the position stream, or one);
     returns how many workers were written. One round trip for them all: each worker's own key
     (its last position, the one before answered by SET ... GET) and its cell's two sets. A
-    second when some entered another cell: out of the old cell, the new registered for the
-    prune. Reports of one worker arrive in order (the stream keeps each worker's in order)."""
+    second when some entered another cell (out of the old cell, the new registered for the
+    prune), or when the key said the worker had gone off the map after a report was sent (the
+    report is undone: it arrived too late). Reports of one worker arrive in order (the stream
+    keeps each worker's in order)."""
     latest: dict[str, Report] = {}
     for one in reports:
         if one.worker_id not in latest or latest[one.worker_id].seen <= one.seen:
@@ -259,20 +269,69 @@ def report_many(reports: Iterable[Report]) -> int:
             pipe.zadd(seen_at, {worker_id: one.seen})
         answers = pipe.execute()
         moved: list[tuple[str, str | None]] = []
-        for n, worker_id in enumerate(latest):
+        undone: list[tuple[str, float]] = []
+        for n, (worker_id, one) in enumerate(latest.items()):
+            gone = _gone_at(answers[3 * n])
+            if gone is not None and gone >= one.seen:
+                undone.append((worker_id, gone))  # sent before its socket closed: too late
+                continue
             before = _record(answers[3 * n])
             left = None if before is None else cell_of(before[0], before[1])
             if left != cells[worker_id]:
                 moved.append((worker_id, left))
-        if moved:
+        if moved or undone:
             pipe = r.pipeline(transaction=False)
             for worker_id, left in moved:
                 if left is not None:
                     pipe.zrem(cell_keys(left).positions, worker_id)
                     pipe.zrem(cell_keys(left).seen, worker_id)
-            pipe.sadd(cells_key(), *{cells[worker_id] for worker_id, _ in moved})
+            for worker_id, gone in undone:
+                _mark_gone(pipe, worker_id, gone)
+                pipe.zrem(cell_keys(cells[worker_id]).positions, worker_id)
+                pipe.zrem(cell_keys(cells[worker_id]).seen, worker_id)
+            if moved:
+                pipe.sadd(cells_key(), *{cells[worker_id] for worker_id, _ in moved})
             pipe.execute()
-    return len(latest)
+    return len(latest) - len(undone)
+
+
+def _gone(at: float) -> tuple[bytes, int]:
+    """A worker's key saying it went off the map `at`, and until when it says so (the
+    freshness period: a report it sent before then that arrives later, after the stream's
+    second of batching or a retry, is not written; report_many)."""
+    return GONE + f" {at!r}".encode(), int((at + settings().location_fresh_seconds) * 1000)
+
+
+def _mark_gone(pipe: Any, worker_id: str, at: float) -> None:
+    value, until = _gone(at)
+    pipe.set(record_key(worker_id), value, pxat=until)
+
+
+def forget(worker_id: str, now: float | None = None) -> bool:
+    """The worker is off the map (its app's socket closed): out of its cell, its own key
+    saying when it went; True when it was on it. Two round trips: its key (the cell it was in,
+    answered by SET ... GET), then the removals."""
+    value, until = _gone(time.time() if now is None else now)
+    with reachable() as r:
+        replaced = r.set(record_key(worker_id), value, pxat=until, get=True)
+        before = _record(cast(bytes | None, replaced))
+        if before is None:
+            return False
+        keys = cell_keys(cell_of(before[0], before[1]))
+        pipe = r.pipeline(transaction=False)
+        pipe.zrem(keys.positions, worker_id)
+        pipe.zrem(keys.seen, worker_id)
+        pipe.execute()
+    return True
+
+
+def forget_if_reachable(worker_id: str) -> bool:
+    """forget, Redis out of reach failing nothing: the position then goes stale on its own."""
+    try:
+        return forget(worker_id)
+    except CacheUnavailable as error:
+        logger.warning("position not forgotten", extra={"error": str(error)})
+        return False
 
 
 def _fresh(r: "Client", found: list[tuple[float, str, str]]) -> list[tuple[float, str, str, float]]:
