@@ -11,6 +11,14 @@ from sim.scenario import Scenario
 from sim.state import FATES, fate
 
 
+def reporting(scenario: Scenario) -> str:
+    """How the run's workers report where they are, in a few words."""
+    workers = scenario.workers
+    if workers.reporting == "interval":
+        return f"reporting every {workers.report_seconds:g} s"
+    return f"reporting by the rule ({workers.rule.metres:g} m or {workers.rule.seconds:g} s)"
+
+
 def slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-") or "run"
 
@@ -178,8 +186,8 @@ def markdown(scenario: Scenario, outcomes: list[Outcome], plots: list[str]) -> s
         f"# Simulation: {scenario.name}",
         "",
         f"Seed {scenario.seed}; {scenario.hours:g} h of the city at {scenario.speed:g}x real "
-        f"time; {scenario.workers.count:,} workers reporting every "
-        f"{scenario.workers.report_seconds:g} s; {scenario.jobs.per_hour:g} jobs an hour "
+        f"time; {scenario.workers.count:,} workers {reporting(scenario)};"
+        f" {scenario.jobs.per_hour:g} jobs an hour "
         f"(profile {scenario.jobs.hourly_profile}). The same world (arrivals, workers, their "
         "habits) for every configuration; only the dispatch differs.",
         "",
