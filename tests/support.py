@@ -223,9 +223,12 @@ def sweep_now() -> dict[str, Any]:
 EARTH_M = 6371008.8
 
 
-def destination(lat: float, lng: float, bearing_deg: float, metres: float) -> tuple[float, float]:
-    """The point `metres` away on the sphere, along `bearing_deg` from north."""
-    d, b = metres / EARTH_M, math.radians(bearing_deg)
+def destination(
+    lat: float, lng: float, bearing_deg: float, metres: float, earth_m: float = EARTH_M
+) -> tuple[float, float]:
+    """The point `metres` away on the sphere (of radius `earth_m`), along `bearing_deg` from
+    north."""
+    d, b = metres / earth_m, math.radians(bearing_deg)
     p1, l1 = math.radians(lat), math.radians(lng)
     p2 = math.asin(math.sin(p1) * math.cos(d) + math.cos(p1) * math.sin(d) * math.cos(b))
     l2 = l1 + math.atan2(

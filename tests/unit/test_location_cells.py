@@ -1,26 +1,14 @@
 """The cells a search reads: every cell a position within its circle or box can be in, and no
 more than a handful for the radii the waves use (pure arithmetic, no Redis)."""
 
-import math
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dispatch.workers.locations import EARTH_RADIUS_M, cell_of, cells_around, cells_in_box
+from tests.support import destination
 
 latitudes = st.floats(-85.0, 85.0)
 longitudes = st.floats(-180.0, 180.0)
-
-
-def destination(lat: float, lng: float, bearing: float, metres: float) -> tuple[float, float]:
-    """The point `metres` from (lat, lng) on Redis's sphere, longitude in [-180, 180)."""
-    d, b = metres / EARTH_RADIUS_M, math.radians(bearing)
-    p1, l1 = math.radians(lat), math.radians(lng)
-    p2 = math.asin(math.sin(p1) * math.cos(d) + math.cos(p1) * math.sin(d) * math.cos(b))
-    l2 = l1 + math.atan2(
-        math.sin(b) * math.sin(d) * math.cos(p1), math.cos(d) - math.sin(p1) * math.sin(p2)
-    )
-    return math.degrees(p2), (math.degrees(l2) + 540.0) % 360.0 - 180.0
 
 
 @settings(max_examples=2_000)
@@ -34,7 +22,7 @@ def destination(lat: float, lng: float, bearing: float, metres: float) -> tuple[
 def test_a_circle_reads_every_cell_a_position_within_it_is_in(
     lat: float, lng: float, radius: float, bearing: float, fraction: float
 ) -> None:
-    there = destination(lat, lng, bearing, radius * fraction)
+    there = destination(lat, lng, bearing, radius * fraction, EARTH_RADIUS_M)
     assert cell_of(*there) in cells_around(lat, lng, radius)
 
 
