@@ -288,6 +288,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "token_expires_at": None,
     },
     "dispatch.push.sql.FORGET": lambda f: {"connection_ids": ["conn-1"]},
+    "dispatch.push.sql.DISCONNECT": lambda f: {"connection_id": "conn-1", "caller_id": WORKER},
     "dispatch.push.sql.RECIPIENTS": lambda f: {
         "workers": [WORKER], "job_event": True, "job_id": f["working"]["id"],
         "version": f["working"]["version"],

@@ -28,7 +28,7 @@ NO_BODY = DeclineJob()  # an empty body means {}
     "/workers/me/offers",
     roles={Role.WORKER},
     operation_id="listMyOffers",
-    responses=answers(200, Offers, *SIGNED_IN),
+    responses=answers(200, Offers, *SIGNED_IN, Code.VALIDATION_FAILED),
     summary="The offers made to me that are still open",
 )
 def my_offers(

@@ -109,6 +109,8 @@ def test_every_sample_event_runs_through_dispatch_invoke(
         assert set(result) >= {"reopened", "expired_keys", "positions_pruned"}
     elif logical_id == "RetentionFunction":  # nothing on the stack is 30 days old
         assert result["left"] == 0 and result["rows_archived"] == 0, result
+    elif logical_id == "PositionsFunction":  # the stream's batch: one worker's position
+        assert result == {"written": 1, "dropped": 0}, result
     else:  # the scheduled relay: {} when the writers had relayed everything themselves
         assert logical_id == "OutboxRelayFunction"
         assert result == {} or result["relayed"] > 0

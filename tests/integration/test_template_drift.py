@@ -64,6 +64,7 @@ NO_DATABASE = {
     "ConsoleFunction",
     "PushAuthorizerFunction",
     "PushPosterFunction",
+    "PositionsFunction",
     "PruneVersionsFunction",
     "ApiGatewayAccountFunction",
 }
