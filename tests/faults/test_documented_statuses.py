@@ -195,6 +195,7 @@ INVALID = {
     "GET /jobs/{job_id}": "/jobs/not-a-uuid",
     "GET /jobs/{job_id}/events": "/jobs/not-a-uuid/events",
     "GET /jobs/nearby": "/jobs/nearby?lat=95&lng=0",
+    "GET /workers/me/offers": "/workers/me/offers?lat=12.97",  # lat and lng come together
     "GET /ops/jobs": "/ops/jobs?bbox=77.7,12.9,77.5,13.1",
     "GET /ops/workers": "/ops/workers?bbox=1,2,3",
     "GET /ops/events": "/ops/events?after=not-ours",
