@@ -15,6 +15,7 @@ SERVICE_VARIABLES = (
     "DATABASE_URL",
     "DATABASE_OWNER_URL",
     "REDIS_URL",
+    "REDIS_CLUSTER",  # a sharded keyspace (the AWS-path tier's cluster): the cluster client
     "AWS_ENDPOINT_URL",
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",

@@ -339,7 +339,7 @@ def test_a_city_reporting_by_the_rule_puts_no_location_and_fills(
     assert positions["reads_with_position"] > 0, positions
     assert outcome.kpis["aws"]["invocations"]["PositionStream"] > 0
     assert outcome.kpis["fill_rate"] > 0.5, outcome.kpis
-    client = locations.connect(redis_url, cluster=False)
+    client = locations.connect(redis_url, cluster=settings().redis_cluster)
     ids = [plan.id for plan in plan_workers(city)]
     assert all(client.get(locations.record_key(i)) is not None for i in ids)
 
