@@ -50,6 +50,27 @@ from sim.world import (
 PHOTO = b"\xff\xd8\xff\xe0 a photo of the work"
 POSITIONS_EVERY = 120.0  # seconds of city time between position frames in the replay
 RELAY_PASS_EVERY = 2.0  # seconds of city time between passes of the catch-up relay
+TURN_SECONDS = 30.0  # how often an idle worker walking about turns (up to 30 degrees)
+
+
+def walk_about(worker: Worker, since: float, until: float, speed_mps: float) -> None:
+    """An idle worker walking about from `since` to `until`: straight between turns that fall
+    every TURN_SECONDS of city time, each drawn from the walk's own stream. Where the worker
+    is depends on the time alone, not on how often the app (or the city) looked: a run that
+    reports by the rule and one that reports every 30 s walk the same streets."""
+    t = since
+    while t < until:
+        turn = (math.floor(t / TURN_SECONDS) + 1) * TURN_SECONDS
+        leg = min(until, turn) - t
+        step = speed_mps * leg
+        worker.position = offset(
+            worker.position,
+            step * math.cos(math.radians(worker.heading)),
+            step * math.sin(math.radians(worker.heading)),
+        )
+        t += leg
+        if t >= turn:
+            worker.heading += worker.walk.uniform(-30, 30)
 
 
 class City:
@@ -76,7 +97,12 @@ class City:
         self.jobs: dict[str, Job] = {}
         self.favourites: dict[str, set[str]] = {}  # business -> its favourites (choosing.py)
         self.workers = {
-            plan.id: Worker(plan, random.Random(f"{scenario.seed}:behaviour:{plan.id}"), plan.home)
+            plan.id: Worker(
+                plan,
+                random.Random(f"{scenario.seed}:behaviour:{plan.id}"),
+                random.Random(f"{scenario.seed}:walk:{plan.id}"),
+                plan.home,
+            )
             for plan in plan_workers(scenario)
         }
         self.arrivals = plan_arrivals(scenario)
@@ -466,7 +492,7 @@ class City:
                 worker.rating = profile.body["rating"]
             worker.profiled = True
         worker.status, worker.online_since, worker.moved_at = "idle", now, now
-        worker.heading = worker.rng.uniform(0, 360)
+        worker.heading = worker.walk.uniform(0, 360)
         first = now
         if now == 0:
             # Out before the run began: their phones report on their own clocks, not all at
@@ -508,13 +534,7 @@ class City:
             if worker.position == worker.target and worker.status == "idle":
                 worker.target = None
             return
-        worker.heading += worker.rng.uniform(-30, 30)
-        step = spec.idle_speed_mps * elapsed
-        worker.position = offset(
-            worker.position,
-            step * math.cos(math.radians(worker.heading)),
-            step * math.sin(math.radians(worker.heading)),
-        )
+        walk_about(worker, now - elapsed, now, spec.idle_speed_mps)
 
     @property
     def period(self) -> float:

@@ -16,6 +16,9 @@ from sim.world import Arrival, WorkerPlan
 class Worker:
     plan: WorkerPlan
     rng: random.Random
+    # The idle walk's own stream (sim.city's `move`): its turns come on a fixed clock, so the
+    # walk is the same whenever, and however often, the city asks where the worker is.
+    walk: random.Random
     position: LatLng
     status: str = "offline"  # offline | idle | assigned | working | gone
     heading: float = 0.0

@@ -77,3 +77,31 @@ def test_the_evaluation_pairs_runs_job_by_job_and_holds_the_rule_to_todays_sprea
     today = {"interval1": pool(0.80, 50), "interval2": pool(0.82, 48)}
     assert verdict(today | {"rule": pool(0.81, 50)}) == {"fill_rate": True, "p90": True}
     assert verdict(today | {"rule": pool(0.83, 47)}) == {"fill_rate": False, "p90": False}
+
+
+def test_the_idle_walk_is_the_same_however_often_the_city_looks() -> None:
+    """Both ways of reporting must walk the same streets: where an idle worker is after ten
+    minutes does not depend on whether the city asked every 30 s, at odd moments, or once,
+    and the walk's turns leave the worker's own stream (its answers) untouched."""
+    import random
+
+    from sim.city import walk_about
+    from sim.state import Worker
+    from sim.world import distance_m, plan_workers
+
+    plan = plan_workers(load(TINY))[0]
+
+    def walked(looks: list[float]) -> Worker:
+        worker = Worker(plan, random.Random("answers"), random.Random("walk"), plan.home)
+        worker.heading = 40.0
+        for since, until in zip([0.0, *looks], [*looks, 600.0], strict=True):
+            walk_about(worker, since, until, speed_mps=0.6)
+        return worker
+
+    once = walked([])
+    for looks in ([30.0 * k for k in range(1, 20)], [7.5, 61.0, 299.99, 300.0, 417.0, 599.0]):
+        other = walked(looks)
+        assert distance_m(other.position, once.position) < 1e-6, looks
+        assert other.heading == pytest.approx(once.heading)
+    assert 10 < distance_m(once.position, plan.home) <= 0.6 * 600 + 1e-6  # it walked, turning
+    assert once.rng.random() == random.Random("answers").random()
