@@ -140,20 +140,23 @@ bench-accept: $(STAMP)
 clean:
 	rm -rf $(VENV) .dispatch .pytest_cache .mypy_cache .ruff_cache
 
-## Offer policy evaluation (issue 24): nearest against likely, three cities, seeds 102-107.
-# Two runs at a time (EVAL_LANES: about 50 min of wall time on two cores), then the
-# side-by-side table and the bill (sim/runs/eval/evaluation.md).
+## Offer policy evaluation (issues 24 and 38): nearest against likely on three cities, each
+# with a record of answers and on its first day (CITY_cold: --no-past), seeds EVAL_SEEDS. Two
+# runs at a time (EVAL_LANES: about 15 min of wall time a seed on two cores), then the table,
+# the bill and the decision by the rule fixed before the runs (sim/runs/eval/evaluation.md).
 EVAL_SEEDS ?= 102 103 104 105 106 107
 EVAL_LANES ?= 2
-EVAL_RUNS := $(foreach seed,$(EVAL_SEEDS),$(foreach city,district evening shortage,sim/runs/eval/$(city)-$(seed)/report.md))
+EVAL_CITIES ?= district evening shortage district_cold evening_cold shortage_cold
+EVAL_RUNS := $(foreach seed,$(EVAL_SEEDS),$(foreach city,$(EVAL_CITIES),sim/runs/eval/$(city)-$(seed)/report.md))
 evaluate-policy: $(STAMP)
 	rm -f $(EVAL_RUNS)
 	$(MAKE) --no-print-directory -j$(EVAL_LANES) $(EVAL_RUNS)
 	$(BIN)/python -m sim.evaluate sim/runs/eval
 
-# One evaluation run: sim/runs/eval/CITY-SEED/report.md.
+# One evaluation run: sim/runs/eval/CITY-SEED/report.md (CITY_cold: the city with no past).
 sim/runs/eval/%/report.md:
-	$(BIN)/python -m sim sim/scenarios/eval/$(word 1,$(subst -, ,$*)).toml \
+	$(BIN)/python -m sim sim/scenarios/eval/$(patsubst %_cold,%,$(word 1,$(subst -, ,$*))).toml \
+	  $(if $(filter %_cold,$(word 1,$(subst -, ,$*))),--no-past) \
 	  --seed $(word 2,$(subst -, ,$*)) --out sim/runs/eval/$* --progress-seconds 0
 
 ## Reporting rule (issue 37 point 1): the rule against today's PUT every 60 s, on two cities.

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from sim.scenario import ScenarioError, load
+from sim.scenario import Scenario, ScenarioError, load
 
 RUNS = Path(__file__).parent / "runs"
 SUMMARY = "Run a simulated city against the real dispatch and write what it did."
@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " `[workers] reporting`: the rule, on their sockets, or a PUT every report_seconds)",
     )
     parser.add_argument(
+        "--no-past",
+        action="store_true",
+        help="a market on its first day: no offers answered before the run (the scenario's"
+        " `[workers] prior_offers` dropped; ratings stay)",
+    )
+    parser.add_argument(
         "--only",
         metavar="NAME",
         help="run only the configuration of this name (one of the scenario's [[sweep]])",
@@ -69,24 +75,31 @@ def main(argv: list[str] | None = None) -> None:
     simulate(parser.parse_args(argv))
 
 
+def scenario_of(args: argparse.Namespace) -> Scenario:
+    """The scenario file with the command line's changes (a seed, the reporting, no past, one
+    configuration, ...)."""
+    scenario = load(args.scenario)
+    given = {k: getattr(args, k) for k in ("speed", "seed", "hours")}
+    changes = {k: v for k, v in given.items() if v is not None}
+    raw = scenario.model_dump()
+    workers = {
+        k: v for k in ("push_sample", "reporting") if (v := getattr(args, k, None)) is not None
+    }
+    if getattr(args, "no_past", False):
+        workers["prior_offers"] = None
+    if workers:
+        changes["workers"] = {**raw["workers"], **workers}
+    if (only := getattr(args, "only", None)) is not None:
+        names = [c.name for c in scenario.configurations()]
+        if only not in names:
+            raise ScenarioError(f"--only: no configuration {only!r} (there are: {names})")
+        changes["sweep"] = [c for c in raw["sweep"] if c["name"] == only]
+    return scenario.model_validate({**raw, **changes}) if changes else scenario
+
+
 def simulate(args: argparse.Namespace) -> None:
     try:
-        scenario = load(args.scenario)
-        given = {k: getattr(args, k) for k in ("speed", "seed", "hours")}
-        changes = {k: v for k, v in given.items() if v is not None}
-        raw = scenario.model_dump()
-        workers = {
-            k: v for k in ("push_sample", "reporting") if (v := getattr(args, k, None)) is not None
-        }
-        if workers:
-            changes["workers"] = {**raw["workers"], **workers}
-        if (only := getattr(args, "only", None)) is not None:
-            names = [c.name for c in scenario.configurations()]
-            if only not in names:
-                raise ScenarioError(f"--only: no configuration {only!r} (there are: {names})")
-            changes["sweep"] = [c for c in raw["sweep"] if c["name"] == only]
-        if changes:
-            scenario = scenario.model_validate({**raw, **changes})
+        scenario = scenario_of(args)
     except (ScenarioError, ValueError) as error:
         sys.exit(f"scenario error: {error}".splitlines()[0])
     try:  # the plots need it; better said now than after the whole run

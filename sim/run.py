@@ -54,6 +54,7 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
             "offer_half_distance_m",
             "offer_decline_discount",
             "offer_idle_weight",
+            "offer_floor_weight",
             "offer_min_size",
             "offer_max_size",
             "offer_reach_waves",
@@ -63,6 +64,10 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
     }
     knobs["DISPATCH_OFFER_HORIZON_SECONDS"] = seconds(dispatch.offer_horizon_seconds or 20)
     knobs["DISPATCH_OFFER_HISTORY_SECONDS"] = seconds(history_seconds(dispatch))
+    knobs["DISPATCH_OFFER_FLOOR_SECONDS"] = seconds(
+        dispatch.offer_floor_seconds
+        or OfferPolicySettings.model_fields["offer_floor_seconds"].default
+    )
     knobs["DISPATCH_OFFER_MARKET_REFIT_SECONDS"] = seconds(
         OfferPolicySettings.model_fields["offer_market_refit_seconds"].default
     )

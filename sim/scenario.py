@@ -247,6 +247,8 @@ class Dispatch(Model):
     offer_half_distance_m: Positive | None = None
     offer_decline_discount: Annotated[float, Field(gt=0, le=1)] | None = None
     offer_idle_weight: NonNegative | None = None
+    offer_floor_seconds: Positive | None = None
+    offer_floor_weight: NonNegative | None = None
     offer_min_size: Annotated[int, Field(gt=0)] | None = None
     offer_max_size: Annotated[int, Field(gt=0)] | None = None
     offer_reach_waves: Annotated[int, Field(ge=0)] | None = None

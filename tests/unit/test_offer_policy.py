@@ -2,6 +2,9 @@
 needs (narrow in a crowd of keen workers, wide where workers are far or say no), never
 empty while anyone qualifies, and best first."""
 
+from dataclasses import replace
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -68,20 +71,22 @@ candidates = st.lists(
         expected=st.floats(0, 20),
         answer_s=st.none() | st.floats(0, 600),
         since_accept_s=st.none() | st.floats(0, 20000),
+        since_offer_s=st.none() | st.floats(0, 20000),
     ),
     max_size=40,
     unique_by=lambda c: c.worker_id,
 )
 
 
-@given(candidates, st.integers(1, 30), st.integers(0, 10))
+@given(candidates, st.integers(1, 30), st.integers(0, 10), st.booleans())
 def test_a_wave_is_within_its_bounds_and_best_first(
-    pool: list[Candidate], wave_size: int, round_declines: int
+    pool: list[Candidate], wave_size: int, round_declines: int, stands: bool
 ) -> None:
-    chosen = choose(pool, KNOBS, wave_size=wave_size, min_rating=None,
+    knobs = replace(KNOBS, market_stands=stands)
+    chosen = choose(pool, knobs, wave_size=wave_size, min_rating=None,
                     round_declines=round_declines)  # fmt: skip
     if pool:
-        assert 1 <= len(chosen) <= max(KNOBS.max_size, wave_size)
+        assert 1 <= len(chosen) <= (max(KNOBS.max_size, wave_size) if stands else wave_size)
     else:
         assert chosen == []
     scores = [c.why["score"] for c in chosen]
@@ -99,3 +104,38 @@ def test_a_wave_looks_as_far_as_a_later_wave() -> None:
     assert policy.reach_m(seed, 2, 1) == 8000
     assert policy.reach_m(seed, 3, 1) == 8000  # the last wave's radius at most
     assert policy.reach_m(seed, 1, 9) == 8000
+
+
+def test_a_worker_left_out_for_the_floor_outranks_one_just_offered() -> None:
+    """Fairness with a floor: of two workers alike but for their last offer, the one offered
+    nothing for `floor_s` (or ever) ranks first, by the floor's weight; once offered, they
+    count as everyone does. With no weight, the floor changes nothing."""
+    just = Candidate("just", 900, since_offer_s=60)
+    left = Candidate("left", 900, since_offer_s=KNOBS.floor_s)
+    never = Candidate("never", 900)
+    scores = {c.worker_id: judge(c, KNOBS, None, 0)["score"] for c in (just, left, never)}
+    assert scores["left"] == scores["never"] == pytest.approx(2 * scores["just"])
+    # A worker a little nearer and keener, but offered a minute ago, gives way to the left out.
+    nearer = keen(0, 600)
+    offered = replace(nearer, since_offer_s=60)
+    waiting = replace(keen(1, 900), accepts=8, since_offer_s=7200)
+    ranked = choose([offered, waiting], KNOBS, wave_size=3, min_rating=None, round_declines=0)
+    assert ranked[0].worker_id == waiting.worker_id and ranked[0].why["left_out"] is True
+    flat = replace(KNOBS, floor_weight=0.0)
+    assert judge(left, flat, None, 0)["score"] == judge(just, flat, None, 0)["score"]
+
+
+def test_until_the_markets_curve_stands_a_wave_is_no_wider_than_the_seeds() -> None:
+    """A cold market (no curve on enough answers yet): the wave ranks as ever (distance,
+    rating, what each worker's own record says) but offers no more workers than the seed's
+    wave would; once the curve stands, up to `max_size`."""
+    far = [Candidate(f"far-{n}", 4500 + 10 * n) for n in range(30)]
+    cold = replace(KNOBS, market_stands=False)
+    warm_wave = choose(far, KNOBS, wave_size=3, min_rating=None, round_declines=0)
+    cold_wave = choose(far, cold, wave_size=3, min_rating=None, round_declines=0)
+    assert len(warm_wave) == KNOBS.max_size > 3 == len(cold_wave)
+    assert [c.worker_id for c in cold_wave] == [c.worker_id for c in warm_wave[:3]]
+    rated = [Candidate("low", 1000, rating=4.0), Candidate("high", 1000, rating=4.9)]
+    assert choose(rated, cold, wave_size=1, min_rating=4.0, round_declines=0)[0].worker_id == (
+        "high"
+    )

@@ -124,3 +124,32 @@ def test_the_fill_is_paired_job_by_job_and_waits_read_from_the_replay(tmp_path: 
         "only_likely": 1,
         "p": 1.0,
     }
+
+
+def test_the_default_is_decided_by_the_rule_fixed_before_the_runs() -> None:
+    """Issue 38's rule, per city with every seed's jobs pooled: fill within half a point (and
+    McNemar not against it), p90 at most 0.8x, offers per filled job not higher; `likely`
+    becomes the default only when every city meets all three."""
+    from sim.evaluate import decide, decision
+
+    nearest = {"fill_rate": 0.890, "p90": 50.0, "offers_per_filled_job": 3.9}
+    even = {"nearest": 3, "likely": 3}
+
+    def likely(**change: float) -> dict[str, float]:
+        return {"fill_rate": 0.886, "p90": 40.0, "offers_per_filled_job": 3.9} | change
+
+    assert decide(nearest, likely(), even) == {"fill": True, "p90": True, "offers": True}
+    assert not decide(nearest, likely(fill_rate=0.8849), even)["fill"]  # more than half a point
+    assert not decide(nearest, likely(), {"nearest": 9, "likely": 0})["fill"]  # p 0.004
+    assert decide(nearest, likely(), {"nearest": 5, "likely": 1})["fill"]  # p 0.22: chance
+    assert not decide(nearest, likely(p90=40.1), even)["p90"]
+    assert not decide(nearest, likely(offers_per_filled_job=3.91), even)["offers"]
+
+    met = {"fill": True, "p90": True, "offers": True}
+    assert decision({"district": met, "district_cold": met}) == (
+        "decision: likely becomes the default (it meets the rule in all 2 cities)"
+    )
+    assert decision({"district": met, "evening_cold": met | {"offers": False}}) == (
+        "decision: nearest stays the default (likely misses: evening_cold offers)"
+    )
+    assert decision({}).startswith("decision: nearest stays")

@@ -216,3 +216,25 @@ def test_a_past_of_offers_is_answered_by_each_workers_own_habits() -> None:
         workers__count=50, workers__prior_offers={"low": 5, "high": 5}, workers__push_lost=1.0
     )
     assert set(past_offers(lost)["answers"]) == {"silence"}
+
+
+def test_no_past_is_the_same_city_on_its_first_day() -> None:
+    """`--no-past` (the evaluation's cold cities): the same scenario, seed and workers, with no
+    offers answered before the run; their ratings stay."""
+    import argparse
+
+    from sim.cli import add_arguments, scenario_of
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    district = Path(__file__).parents[2] / "sim" / "scenarios" / "eval" / "district.toml"
+    known = scenario_of(parser.parse_args([str(district), "--seed", "105"]))
+    cold = scenario_of(parser.parse_args([str(district), "--seed", "105", "--no-past"]))
+    assert known.workers.prior_offers is not None and cold.workers.prior_offers is None
+    assert cold.workers.prior_ratings == known.workers.prior_ratings
+    assert {**cold.workers.model_dump(), "prior_offers": None} == {
+        **known.workers.model_dump(),
+        "prior_offers": None,
+    }
+    assert {**cold.model_dump(), "workers": None} == {**known.model_dump(), "workers": None}
+    assert plan_workers(cold) == plan_workers(known)

@@ -55,6 +55,11 @@ class OfferPolicySettings(Group):
     offer_market_min_answers: int = Field(
         200, gt=0, validation_alias="DISPATCH_OFFER_MARKET_MIN_ANSWERS"
     )
+    # Fairness with a floor: a qualified worker offered nothing for `floor` seconds (or ever)
+    # counts this much more (1: double), so that the best records do not take every offer of a
+    # shift while others within reach wait unasked; once offered, they count as everyone does.
+    offer_floor_seconds: int = Field(1800, gt=0, validation_alias="DISPATCH_OFFER_FLOOR_SECONDS")
+    offer_floor_weight: float = Field(1.0, ge=0, validation_alias="DISPATCH_OFFER_FLOOR_WEIGHT")
     # A rating one star above what the job asks (or above 4.0, a new worker's) counts this much
     # more.
     offer_rating_weight: float = Field(0.05, ge=0, validation_alias="DISPATCH_OFFER_RATING_WEIGHT")

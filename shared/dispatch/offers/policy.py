@@ -78,6 +78,7 @@ class Candidate:
     expected: float = 0.0  # yeses their offers' distances alone predict
     answer_s: float | None = None  # mean seconds from offer to answer
     since_accept_s: float | None = None
+    since_offer_s: float | None = None  # since their last offer of any job (None: none ever)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,11 @@ class Knobs:
     rating_weight: float = 0.05
     min_size: int = 1
     max_size: int = 4
+    floor_s: float = 1800
+    floor_weight: float = 1.0
+    # Whether the market's curve stands on enough answers (dispatch.offers.market); until it
+    # does, a wave offers no more workers than the seed's wave would.
+    market_stands: bool = True
 
     @classmethod
     def of(cls, offers: OfferSettings, s: OfferPolicySettings) -> "Knobs":
@@ -120,6 +126,8 @@ class Knobs:
             rating_weight=s.offer_rating_weight,
             min_size=s.offer_min_size,
             max_size=s.offer_max_size,
+            floor_s=s.offer_floor_seconds,
+            floor_weight=s.offer_floor_weight,
         )
 
 
@@ -147,11 +155,13 @@ def judge(
     margin = (c.rating if c.rating is not None else NEUTRAL_RATING) - (
         min_rating if min_rating is not None else NEUTRAL_RATING
     )
+    left_out = c.since_offer_s is None or c.since_offer_s >= knobs.floor_s
     score = (
         soon
         * holds
         * (1 + knobs.idle_weight * idle_s / knobs.history_s)
         * max(0.0, 1 + knobs.rating_weight * margin)
+        * (1 + knobs.floor_weight * left_out)
     )
     return {
         "policy": "likely",
@@ -166,6 +176,8 @@ def judge(
         "leases_run_out": round(c.leases_run_out),
         "answer_s": None if c.answer_s is None else round(c.answer_s, 1),
         "idle_s": round(idle_s),
+        "since_offer_s": None if c.since_offer_s is None else round(c.since_offer_s),
+        "left_out": left_out,
         "round_declines": round_declines,
         "chance": round(chance, 4),
         "soon": round(soon, 4),
@@ -188,7 +200,7 @@ def choose(
         ((c, judge(c, knobs, min_rating, round_declines)) for c in candidates),
         key=lambda pair: (-pair[1]["score"], pair[0].distance_m, pair[0].worker_id),
     )
-    most = max(knobs.max_size, wave_size)
+    most = max(knobs.max_size, wave_size) if knobs.market_stands else wave_size
     chosen: list[Chosen] = []
     nobody = 1.0  # the chance that none of the chosen says yes within the interval
     for c, why in judged[:most]:
@@ -267,4 +279,5 @@ def candidate(row: sql.LikelyCandidate) -> Candidate:
         expected=row["expected"],
         answer_s=row["answer_s"],
         since_accept_s=row["since_accept_s"],
+        since_offer_s=row["since_offer_s"],
     )

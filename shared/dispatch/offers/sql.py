@@ -271,7 +271,8 @@ SELECT count(*) AS folded FROM r
 # out) is counted too.
 # `expected` is how many yeses their offers' distances alone would predict (1 / (1 + (d /
 # half)^2) each), so that a worker offered far jobs is not taken for a worker who says no.
-# `round_declines`: the declines this job already had in this round.
+# `round_declines`: the declines this job already had in this round. `since_offer_s`: since
+# their last offer of any job (the policy's floor: a worker left out that long counts more).
 class LikelyParams(RoundParams, CurveParams):
     worker_ids: list[str]
     distances: list[float]
@@ -292,6 +293,7 @@ class LikelyCandidate(TypedDict):
     expected: float
     answer_s: float | None
     since_accept_s: float | None
+    since_offer_s: float | None
     market_half_m: float
     market_door: float
     round_declines: int
@@ -322,6 +324,7 @@ SELECT q.worker_id, q.distance_m, q.rating,
        h.expected * h.scale AS expected,
        h.answer_s_sum / nullif(h.answer_s_count, 0) AS answer_s,
        extract(epoch FROM now() - h.last_accept_at)::float8 AS since_accept_s,
+       extract(epoch FROM now() - last_offer.created_at)::float8 AS since_offer_s,
        curve.half_m AS market_half_m, curve.door AS market_door,
        (SELECT count(*) FROM job_offers o JOIN job_declines d USING (job_id, worker_id)
          WHERE o.job_id = %(job_id)s AND o.job_version = %(version)s) AS round_declines
@@ -376,6 +379,10 @@ SELECT q.worker_id, q.distance_m, q.rating,
                        + live.answer_s_count AS answer_s_count,
                    greatest(wa.last_accept_at, live.last_accept_at) AS last_accept_at) o
  ) h
+  LEFT JOIN LATERAL (SELECT o.created_at FROM job_offers o  -- job_offers_of_worker: one probe
+                      WHERE o.worker_id = q.worker_id
+                      ORDER BY o.created_at DESC
+                      LIMIT 1) last_offer ON true
  ORDER BY q.distance_m
 """)
 
