@@ -103,8 +103,22 @@ def pooled(
                 for n, k in zip(filled, seeds.values(), strict=True)
             )
             / sum(filled),
+            "never_offered_share": sum(
+                k[policy]["never_offered_share"] * k[policy]["workers_online"]
+                for k in seeds.values()
+            )
+            / sum(k[policy]["workers_online"] for k in seeds.values()),
         }
     return found
+
+
+# Fairness with a floor (issue 38 point 3): `likely` leaves at most this much larger a share
+# of the online workers without a single offer than `nearest` does (pooled over the seeds).
+NEVER_OFFERED_MARGIN = 0.05
+
+
+def floor_held(nearest: dict[str, float], likely: dict[str, float]) -> bool:
+    return likely["never_offered_share"] <= nearest["never_offered_share"] + NEVER_OFFERED_MARGIN
 
 
 def filled_in_order(replay: Path) -> list[bool]:
@@ -323,11 +337,16 @@ def markdown(
                 f"| {city} {seed} | {k['jobs']} | {k['only_nearest']} | {k['only_likely']} |"
                 f" {k['p']:.2f} |"
             )
+    floors = [
+        f"{city}: {'held' if floor_held(by['nearest'], by['likely']) else 'missed'}"
+        for city, by in (pools or {}).items()
+    ]
     together = ["", "Every seed's jobs together, per city (one sample of all its runs' jobs), and"
                 " the rule that decides the default (`decide`):", "",
                 "| city | policy | jobs | fill | filled by this one only | accept p90 (s) |"
-                " offers / filled | lost races / filled | meets the rule |",
-                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+                " offers / filled | lost races / filled | online never offered |"
+                " meets the rule |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
     verdicts = {}
     for city, by_policy in (pools or {}).items():
         only = {p: sum(k["paired"][f"only_{p}"] for k in found[city].values()) for p in POLICIES}
@@ -341,6 +360,7 @@ def markdown(
                 f"| {city} | {policy} | {k['jobs']} | {100 * k['fill_rate']:.1f}% |"
                 f" {only[policy]} | {k['p90']:.0f} | {k['offers_per_filled_job']:.2f} |"
                 f" {k['lost_races_per_filled_job']:.2f} |"
+                f" {100 * k['never_offered_share']:.1f}% |"
                 + (f" {met} (fill: p {chance:.2f}) |" if policy == "likely" else " |")
             )
     items = list(next(iter(costs.values())).keys()) if costs else []
@@ -351,7 +371,13 @@ def markdown(
         cells = [f"{mean(v):.2f}" if item.startswith("busy") else f"${mean(v):.3f}"
                  for item, v in per_item.items()]  # fmt: skip
         bill.append(f"| {name} | " + " | ".join(cells) + " |")
-    ending = ["", decision(verdicts)]
+    ending = [
+        "",
+        f"Fairness floor (online never offered at most {100 * NEVER_OFFERED_MARGIN:.0f} points"
+        " above nearest's): " + ("; ".join(floors) or "no city"),
+        "",
+        decision(verdicts),
+    ]
     return "\n".join(lines + summary + together + paired + later + bill + ending) + "\n"
 
 
