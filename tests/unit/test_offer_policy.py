@@ -62,7 +62,7 @@ def test_a_lost_race_is_a_yes_but_neither_a_hold_nor_a_failure_to_hold() -> None
 
     def holds(c: Candidate) -> float:
         why = judge(c, KNOBS, None, 0)  # never took a job: idle the whole history (x 1.2)
-        return float(why["score"]) / (why["soon"] * (1 + KNOBS.idle_weight))
+        return float(why["score"]) / (float(why["soon"]) * (1 + KNOBS.idle_weight))
 
     took_two = Candidate("took", 500, offers=2, accepts=2, releases=1, expected=1.8, answer_s=10)
     also_lost_two = replace(took_two, worker_id="raced", offers=4, accepts=4, lost_races=2,
