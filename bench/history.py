@@ -145,6 +145,9 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "dispatch.jobs.sql.ACCEPT_FAILURE_FACTS": lambda f: {
         "job_id": f["held"]["id"], "worker_id": WORKER, "version": None,
     },
+    "dispatch.jobs.sql.RECORD_LOST_RACE": lambda f: {
+        "job_id": f["held"]["id"], "worker_id": WORKER,
+    },
     "dispatch.jobs.sql.JOB_BY_ID": lambda f: {"job_id": f["working"]["id"]},
     "dispatch.jobs.sql.EVENTS_OF_JOB": lambda f: {
         "job_id": f["working"]["id"], "everything": True, "caller_id": "ops", "through": None,

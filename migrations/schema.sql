@@ -718,6 +718,7 @@ SELECT CASE
          WHEN d.worker_id IS NOT NULL THEN 'decline'
          WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = p_worker_id
            THEN 'accept'
+         WHEN lost.lost_at IS NOT NULL THEN 'lost_race'
          WHEN coalesce(taken.occurred_at, now()) - p_offered_at
               >= make_interval(secs => p_silence_s) THEN 'silence'
          ELSE 'pending'
@@ -728,6 +729,7 @@ SELECT CASE
          WHEN d.worker_id IS NOT NULL THEN d.declined_at - p_offered_at
          WHEN taken.type = 'job.assigned' AND taken.data ->> 'assignee_id' = p_worker_id
            THEN taken.occurred_at - p_offered_at
+         WHEN lost.lost_at IS NOT NULL THEN lost.lost_at - p_offered_at
        END)::float8
   FROM (SELECT) one
   LEFT JOIN LATERAL (SELECT d.worker_id, d.declined_at FROM job_declines d
@@ -739,6 +741,9 @@ SELECT CASE
   LEFT JOIN LATERAL (SELECT e.type FROM job_events e
                       WHERE e.job_id = p_job_id AND e.version = p_job_version + 2
                       LIMIT 1) later ON true
+  LEFT JOIN LATERAL (SELECT l.lost_at FROM job_races_lost l
+                      WHERE l.job_id = p_job_id AND l.worker_id = p_worker_id
+                      LIMIT 1) lost ON true
 $$;
 
 
@@ -889,6 +894,29 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'job % is not open at version %', NEW.job_id, NEW.job_version
       USING ERRCODE = 'check_violation', CONSTRAINT = 'job_offers_only_while_open';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+
+--
+-- Name: job_races_lost_only_when_taken(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.job_races_lost_only_when_taken() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM 1 FROM job_offers o
+    LEFT JOIN job_events e ON e.job_id = o.job_id AND e.version = o.job_version + 1
+   WHERE o.job_id = NEW.job_id AND o.worker_id = NEW.worker_id
+     AND (e.type IS DISTINCT FROM 'job.assigned'
+          OR e.data ->> 'assignee_id' IS NOT DISTINCT FROM NEW.worker_id);
+  IF FOUND THEN
+    RAISE EXCEPTION 'worker % lost no race for job %: its offer''s round was not won by another',
+          NEW.worker_id, NEW.job_id
+      USING ERRCODE = 'check_violation', CONSTRAINT = 'job_races_lost_only_when_taken';
   END IF;
   RETURN NEW;
 END
@@ -1186,6 +1214,17 @@ CREATE TABLE public.job_offers (
 
 
 --
+-- Name: job_races_lost; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_races_lost (
+    job_id uuid NOT NULL,
+    worker_id text NOT NULL,
+    lost_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
 -- Name: offer_answers_folded; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1341,8 +1380,10 @@ CREATE TABLE public.worker_answers (
     answer_s_count double precision NOT NULL,
     last_accept_at timestamp with time zone,
     as_of timestamp with time zone NOT NULL,
+    lost_races double precision DEFAULT 0 NOT NULL,
     CONSTRAINT worker_answers_counts_nonnegative CHECK (((offers >= (0)::double precision) AND (accepts >= (0)::double precision) AND (declines >= (0)::double precision) AND (silences >= (0)::double precision) AND (releases >= (0)::double precision) AND (leases_run_out >= (0)::double precision) AND (expected >= (0)::double precision) AND (answer_s_sum >= (0)::double precision) AND (answer_s_count >= (0)::double precision))),
-    CONSTRAINT worker_answers_kinds_within_offers CHECK ((((accepts + declines) + silences) <= ((offers * (((1)::numeric + 0.000000001))::double precision) + (0.000000001)::double precision)))
+    CONSTRAINT worker_answers_kinds_within_offers CHECK ((((accepts + declines) + silences) <= ((offers * (((1)::numeric + 0.000000001))::double precision) + (0.000000001)::double precision))),
+    CONSTRAINT worker_answers_lost_races_within_accepts CHECK (((lost_races >= (0)::double precision) AND (lost_races <= ((accepts * (((1)::numeric + 0.000000001))::double precision) + (0.000000001)::double precision))))
 );
 
 
@@ -1434,6 +1475,14 @@ ALTER TABLE ONLY public.job_offers
 
 ALTER TABLE ONLY public.job_offers
     ADD CONSTRAINT job_offers_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: job_races_lost job_races_lost_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_races_lost
+    ADD CONSTRAINT job_races_lost_pkey PRIMARY KEY (job_id, worker_id);
 
 
 --
@@ -1796,6 +1845,13 @@ CREATE TRIGGER job_offers_only_while_open BEFORE INSERT ON public.job_offers FOR
 
 
 --
+-- Name: job_races_lost job_races_lost_only_when_taken; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER job_races_lost_only_when_taken BEFORE INSERT ON public.job_races_lost FOR EACH ROW EXECUTE FUNCTION public.job_races_lost_only_when_taken();
+
+
+--
 -- Name: jobs jobs_back_to_choice; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1916,6 +1972,14 @@ ALTER TABLE ONLY public.job_events
 
 ALTER TABLE ONLY public.job_offers
     ADD CONSTRAINT job_offers_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+
+--
+-- Name: job_races_lost job_races_lost_held_an_offer; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_races_lost
+    ADD CONSTRAINT job_races_lost_held_an_offer FOREIGN KEY (job_id, worker_id) REFERENCES public.job_offers(job_id, worker_id);
 
 
 --
@@ -2166,6 +2230,14 @@ GRANT SELECT,DELETE ON TABLE public.job_declines TO dispatch_archivist;
 
 GRANT SELECT,INSERT ON TABLE public.job_offers TO dispatch_app;
 GRANT SELECT,DELETE ON TABLE public.job_offers TO dispatch_archivist;
+
+
+--
+-- Name: TABLE job_races_lost; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT SELECT,INSERT ON TABLE public.job_races_lost TO dispatch_app;
+GRANT SELECT,DELETE ON TABLE public.job_races_lost TO dispatch_archivist;
 
 
 --

@@ -118,6 +118,10 @@ EXPORT_JOB_DECLINES: Query[JobIdsParams, Exported] = Query("""
 SELECT to_jsonb(t) AS row FROM job_declines t
  WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.worker_id
 """)
+EXPORT_JOB_RACES_LOST: Query[JobIdsParams, Exported] = Query("""
+SELECT to_jsonb(t) AS row FROM job_races_lost t
+ WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.worker_id
+""")
 EXPORT_JOB_APPLICATIONS: Query[JobIdsParams, Exported] = Query("""
 SELECT to_jsonb(t) AS row FROM job_applications t
  WHERE t.job_id = ANY(%(ids)s) ORDER BY t.job_id, t.worker_id
@@ -137,6 +141,7 @@ EXPORTS: dict[str, Query[JobIdsParams, Exported]] = {
     "job_offers": EXPORT_JOB_OFFERS,
     "offer_waves": EXPORT_OFFER_WAVES,
     "job_declines": EXPORT_JOB_DECLINES,
+    "job_races_lost": EXPORT_JOB_RACES_LOST,
     "job_applications": EXPORT_JOB_APPLICATIONS,
     "photos": EXPORT_PHOTOS,
 }
@@ -160,6 +165,10 @@ DELETE_JOB_EVENTS: Query[JobIdsParams, None] = Query(
 DELETE_OFFER_EVENTS: Query[JobIdsParams, None] = Query(
     "DELETE FROM offer_events WHERE job_id = ANY(%(ids)s)"
 )
+# Before the offers they name (job_races_lost_held_an_offer).
+DELETE_JOB_RACES_LOST: Query[JobIdsParams, None] = Query(
+    "DELETE FROM job_races_lost WHERE job_id = ANY(%(ids)s)"
+)
 DELETE_JOB_OFFERS: Query[JobIdsParams, None] = Query(
     "DELETE FROM job_offers WHERE job_id = ANY(%(ids)s)"
 )
@@ -182,6 +191,7 @@ DELETE FROM photos p
 DELETES: dict[str, Query[JobIdsParams, None] | Query[PhotoIdsParams, None]] = {
     "job_events": DELETE_JOB_EVENTS,
     "offer_events": DELETE_OFFER_EVENTS,
+    "job_races_lost": DELETE_JOB_RACES_LOST,
     "job_offers": DELETE_JOB_OFFERS,
     "offer_waves": DELETE_OFFER_WAVES,
     "job_declines": DELETE_JOB_DECLINES,

@@ -1,6 +1,7 @@
 """Races proven in parallel: callers released together behind a barrier, each with its own
 identity and its own connection, through the very database path the accept handler runs
-(idempotency key + conditional UPDATE + event, one transaction), repeated many times."""
+(idempotency key + conditional UPDATE + event, one transaction), repeated many times. A loser
+who held an offer of the round is recorded as willing (job_races_lost, migration 0057)."""
 
 import uuid
 from collections import Counter
@@ -107,3 +108,65 @@ def test_race_never_raises_unexpected_errors(conn: db.Connection, database_url: 
     assert unexpected == []
     assert sorted(results) == [200] + [409] * 11
     assert not any(isinstance(r, DispatchError) for r in results)
+
+
+def offered(conn: db.Connection, job_id: UUID, workers: list[str]) -> None:
+    """An offer of the job's first round to each of `workers` (as a wave writes them)."""
+    for w in workers:
+        conn.execute(
+            "INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m)"
+            " VALUES (%s, %s, 1, 1, 500)",
+            (job_id, w),
+        )
+
+
+def lost_races(conn: db.Connection) -> dict[str, Any]:
+    rows = conn.execute("SELECT worker_id, lost_at FROM job_races_lost").fetchall()
+    return {r["worker_id"]: r["lost_at"] for r in rows}
+
+
+def test_every_loser_who_held_an_offer_is_recorded_and_nobody_else(
+    conn: db.Connection, database_url: str
+) -> None:
+    """Four workers hold an offer and one does not; all five tap Accept at once. One wins;
+    every loser is answered 409 JOB_TAKEN, and each who held an offer has a lost race recorded
+    (committed, though the answer was a refusal); the winner and the one without an offer
+    have none. A second tap writes nothing new."""
+    with_offer = ["w-1", "w-2", "w-3", "w-4"]
+    everyone = [*with_offer, "w-none"]
+    unoffered_lost = 0
+    for _ in range(15):
+        (job_id,) = setup(conn, 1, everyone)
+        offered(conn, job_id, with_offer)
+        statuses = together([accept_call(job_id, w) for w in everyone], database_url)
+        assert sorted(statuses) == [200, 409, 409, 409, 409], statuses
+        codes = conn.execute(
+            "SELECT body::jsonb -> 'error' ->> 'code' AS code FROM idempotency_keys"
+            " WHERE status_code = 409"
+        ).fetchall()
+        assert [c["code"] for c in codes] == ["JOB_TAKEN"] * 4
+        winner = conn.execute("SELECT assignee_id FROM jobs").fetchone()
+        assert winner is not None
+        recorded = lost_races(conn)
+        assert set(recorded) == set(with_offer) - {winner["assignee_id"]}
+        unoffered_lost += winner["assignee_id"] != "w-none"
+        # Again, each loser with a new key: the same refusal, nothing new written.
+        again = together([accept_call(job_id, w) for w in everyone if w not in {
+            winner["assignee_id"]}], database_url)  # fmt: skip
+        assert again == [409] * 4
+        assert lost_races(conn) == recorded
+    assert unoffered_lost > 0  # the worker without an offer lost at least once
+
+
+def test_the_winner_and_a_loser_without_an_offer_write_no_lost_race(
+    conn: db.Connection, database_url: str
+) -> None:
+    """Taken one after the other: the winner's path writes nothing, nor does a loser who was
+    never offered the job; a loser who was, once another won, does."""
+    (job_id,) = setup(conn, 1, ["w-1", "w-2", "w-3"])
+    offered(conn, job_id, ["w-1"])
+    assert accept_call(job_id, "w-2")(conn) == 200  # the unoffered worker wins
+    assert accept_call(job_id, "w-3")(conn) == 409  # unoffered: no record
+    assert lost_races(conn) == {}
+    assert accept_call(job_id, "w-1")(conn) == 409  # offered, lost to w-2
+    assert set(lost_races(conn)) == {"w-1"}

@@ -41,6 +41,8 @@ REFUSED = [
     "UPDATE photos SET owner_id = 'someone-else'",
     "DELETE FROM job_offers",
     "DELETE FROM job_declines",
+    "DELETE FROM job_races_lost",
+    "UPDATE job_races_lost SET lost_at = now()",
     "UPDATE offer_events SET data = '{}'",
     # The market's curve is refit in place, never removed (the policy would fall back unseen).
     "DELETE FROM offer_market",

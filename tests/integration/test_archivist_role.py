@@ -19,6 +19,7 @@ REFUSED = [
     "INSERT INTO job_events (job_id, type, version, actor)"
     " SELECT id, 'job.rated', version + 1, 'x' FROM jobs",
     "UPDATE jobs SET status = 'cancelled'",
+    "INSERT INTO job_races_lost (job_id, worker_id) SELECT job_id, worker_id FROM job_offers",
     "UPDATE job_events SET published_at = now()",
     "UPDATE offer_events SET published_at = now()",
     # Live state is not history: workers, rosters, keys, the market, connections.
@@ -70,7 +71,8 @@ def test_the_application_role_still_may_not_delete_history(
     job = make_job(api)
     with db.connect(app_url(database_url)) as app:
         for table in ("jobs", "job_events", "offer_events", "job_offers", "offer_waves",
-                      "job_declines", "job_applications", "photos"):  # fmt: skip
+                      "job_declines", "job_races_lost", "job_applications",
+                      "photos"):  # fmt: skip
             with pytest.raises(errors.InsufficientPrivilege):
                 app.execute(f"DELETE FROM {table}")
     assert one(conn, "SELECT count(*) AS n FROM jobs WHERE id = %s", (job["id"],))["n"] == 1

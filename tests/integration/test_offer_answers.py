@@ -1,7 +1,8 @@
 """Offer answers folded once (migration 0048, offers/sql.py FOLD_ANSWERS), on a real Postgres
 and Redis: each answer kind is folded exactly once and never while it can still change, the
 cursor moves batch by batch, a rerun folds nothing again, the tallies halve in tau * ln 2, the
-market's fit and a worker's record read from the folded tallies what the old recounts read."""
+market's fit and a worker's record read from the folded tallies what the old recounts read; a
+lost accept race (migration 0057) is a yes in both, and not a job taken."""
 
 import math
 import time
@@ -15,6 +16,7 @@ import redis
 from dispatch import db
 from dispatch.auth import Caller, Role
 from dispatch.config.offer_policy import offer_policy_settings
+from dispatch.errors import Code, DispatchError
 from dispatch.jobs import commands
 from dispatch.jobs.models import TransitionEvent
 from dispatch.offers import inbox, market
@@ -29,10 +31,11 @@ Configure = Callable[..., None]
 SILENCE_S = 1  # the wave interval is 0 here: an unanswered offer is silence after 1 s
 SETTLE_S = 2 * SILENCE_S
 
-# The statements the folds replaced, kept here only to hold the folded records to them.
+# The statements the folds replaced, kept here only to hold the folded records to them; a lost
+# race counted as a yes (an accept) as the folds count it, never as the last job taken.
 OLD_MARKET_ANSWERS = """
 SELECT floor(r.distance_m / %(band_m)s)::int AS band, count(*) AS offers,
-       count(*) FILTER (WHERE a.answer = 'accept') AS accepts
+       count(*) FILTER (WHERE a.answer IN ('accept', 'lost_race')) AS accepts
   FROM (SELECT o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
           FROM job_offers o ORDER BY o.id DESC LIMIT %(sample)s) r
      CROSS JOIN LATERAL dispatch_offer_answer(r.job_id, r.job_version, r.worker_id,
@@ -59,11 +62,12 @@ SELECT q.worker_id, h.*
  CROSS JOIN market
  CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE a.answer <> 'pending') AS offers,
-           count(*) FILTER (WHERE a.answer = 'accept') AS accepts,
+           count(*) FILTER (WHERE a.answer IN ('accept', 'lost_race')) AS accepts,
            count(*) FILTER (WHERE a.answer = 'decline') AS declines,
            count(*) FILTER (WHERE a.answer = 'silence') AS silences,
            count(*) FILTER (WHERE a.ending = 'job.released') AS releases,
            count(*) FILTER (WHERE a.ending = 'job.reopened') AS leases_run_out,
+           count(*) FILTER (WHERE a.answer = 'lost_race') AS lost_races,
            coalesce(sum(1 / (1 + (r.distance_m / market.half_m) ^ 2))
                     FILTER (WHERE a.answer <> 'pending'), 0)::float8 AS expected,
            avg(a.seconds) AS answer_s,
@@ -80,7 +84,8 @@ SELECT q.worker_id, h.*
  ) h
  ORDER BY q.distance_m
 """
-RECORD = ("offers", "accepts", "declines", "silences", "releases", "leases_run_out", "expected")
+RECORD = ("offers", "accepts", "declines", "silences", "releases", "leases_run_out", "lost_races",
+          "expected")  # fmt: skip
 
 
 @pytest.fixture
@@ -100,6 +105,31 @@ def offer_to(conn: db.Connection, waves: Waves, cache: redis.Redis, worker: str,
         place(conn, worker, metres)
     job_id, created = open_job(conn)
     assert waves.run(conn, first_wave(created)).offered == 1
+    return job_id
+
+
+def lose_race(
+    conn: db.Connection, waves: Waves, cache: redis.Redis, configure: Configure, loser: str,
+    winner: str, metres: float = 1000,
+) -> UUID:  # fmt: skip
+    """A new job offered to `loser` and `winner` alone (both `metres` away, one wave of two):
+    the winner takes it, then the loser taps Accept and is answered JOB_TAKEN."""
+    locations.forget_everyone(cache)
+    for bearing, worker in enumerate((loser, winner)):
+        if conn.execute("SELECT 1 FROM workers WHERE id = %s", (worker,)).fetchone():
+            lat, lng = destination(*HERE, 90 * bearing, metres)
+            locations.report(worker, WorkerPosition(lat=lat, lng=lng), now=time.time())
+        else:
+            place(conn, worker, metres, bearing=90 * bearing)
+    configure(DISPATCH_OFFER_WAVES="2@3000")
+    job_id, created = open_job(conn)
+    assert waves.run(conn, first_wave(created)).offered == 2
+    configure(DISPATCH_OFFER_WAVES="1@3000")
+    commands.accept_job(conn, job_id, winner, None)
+    time.sleep(0.1)  # the loser's tap comes after
+    with pytest.raises(DispatchError) as lost:
+        commands.accept_job(conn, job_id, loser, None)
+    assert lost.value.code is Code.JOB_TAKEN
     return job_id
 
 
@@ -182,6 +212,46 @@ def test_each_answer_is_folded_once_and_never_while_it_can_change(
     assert records(conn)["late"]["silences"] == pytest.approx(1, abs=1e-4)
     assert records(conn)["decliner"]["declines"] == pytest.approx(1, abs=1e-4)
     assert cursor(conn)["last_offer_id"] == ids[5]
+
+
+def test_a_lost_race_reads_as_a_yes_that_took_no_job(
+    conn: db.Connection, waves: Waves, cache: redis.Redis, configure: Configure, quick: None
+) -> None:
+    """The loser's offer reads as `lost_race` (dispatch_offer_answer), `seconds` after the
+    offer (when the accept was refused), with no ending; folded, it is a yes in the market's
+    band and the loser's record (and their answer pace), in lost_races, and never their last
+    accept: they took no job."""
+    job_id = lose_race(conn, waves, cache, configure, "loser", "winner")
+    answers = conn.execute(
+        """SELECT o.worker_id, a.*, extract(epoch FROM l.lost_at - o.created_at) AS lost_s
+             FROM job_offers o
+             LEFT JOIN job_races_lost l USING (job_id, worker_id)
+            CROSS JOIN LATERAL dispatch_offer_answer(o.job_id, o.job_version, o.worker_id,
+                                                     o.created_at, %s::float8) a
+            WHERE o.job_id = %s ORDER BY o.worker_id""",
+        (SILENCE_S, job_id),
+    ).fetchall()
+    loser, winner = answers
+    assert (loser["worker_id"], loser["answer"], loser["ending"]) == ("loser", "lost_race", None)
+    assert loser["seconds"] == pytest.approx(float(loser["lost_s"])) and loser["seconds"] > 0
+    assert (winner["worker_id"], winner["answer"], winner["lost_s"]) == ("winner", "accept", None)
+
+    time.sleep(SETTLE_S)
+    assert market.fold(conn, settle_s=SETTLE_S) == 2
+    kept = records(conn)
+    for worker, lost in (("loser", 1), ("winner", 0)):
+        row = kept[worker]
+        assert row["offers"] == pytest.approx(1, abs=1e-4)
+        assert row["accepts"] == pytest.approx(1, abs=1e-4), worker
+        assert row["lost_races"] == pytest.approx(lost, abs=1e-4), worker
+        assert row["silences"] == row["declines"] == 0
+        assert row["answer_s_count"] == pytest.approx(1, abs=1e-4)
+    assert kept["loser"]["answer_s_sum"] == pytest.approx(loser["seconds"], rel=1e-3)
+    assert kept["loser"]["last_accept_at"] is None  # a yes, not a job taken
+    assert kept["winner"]["last_accept_at"] is not None
+    (band,) = conn.execute("SELECT * FROM offer_market_bands").fetchall()
+    assert (band["offers"], band["accepts"]) == (pytest.approx(2, abs=1e-3),
+                                                 pytest.approx(2, abs=1e-3))  # fmt: skip
 
 
 def test_the_fold_stops_at_its_batch_and_goes_on_from_its_cursor(
@@ -300,10 +370,12 @@ def test_a_workers_record_reads_as_the_recount_did(
     configure(DISPATCH_LEASE_SECONDS="600")
     time.sleep(1.1)
     assert len(commands.reopen_expired(conn, 10)) == 1  # their lease ran out
+    lose_race(conn, waves, cache, configure, worker, "winner-1", 1100)  # after their last accept
     time.sleep(SETTLE_S)
-    assert market.fold(conn, settle_s=SETTLE_S) == 4
-    # And two since the fold, read live: a decline and a pending one.
+    assert market.fold(conn, settle_s=SETTLE_S) == 6  # the race's two offers too
+    # And three since the fold, read live: a decline, a lost race and a pending one.
     inbox.decline(conn, offer_to(conn, waves, cache, worker, 1500), worker)
+    lose_race(conn, waves, cache, configure, worker, "winner-2", 1300)
     offer_to(conn, waves, cache, worker, 900)
     time.sleep(0.2)
 
@@ -317,7 +389,8 @@ def test_a_workers_record_reads_as_the_recount_did(
     with conn.transaction():  # one now() for both reads, so the clock between them is not measured
         (old,) = conn.execute(OLD_LIKELY_CANDIDATES, params).fetchall()
         (new,) = conn.execute(LIKELY_CANDIDATES.sql, params).fetchall()
-    assert (old["offers"], old["accepts"], old["releases"], old["leases_run_out"]) == (5, 2, 1, 1)
+    counted = ("offers", "accepts", "releases", "leases_run_out", "lost_races")
+    assert tuple(old[field] for field in counted) == (7, 4, 1, 1, 2)
     for field in RECORD:
         assert new[field] == pytest.approx(float(old[field]), rel=1e-3, abs=1e-6), field
     assert new["answer_s"] == pytest.approx(old["answer_s"], rel=1e-3)

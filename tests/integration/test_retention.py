@@ -17,7 +17,7 @@ from dispatch import db, retention
 from dispatch_local.gateway import invoke, scheduled_event
 from dispatch_local.services import archivist_url
 from dispatch_local.template import schedules
-from tests.support import BUSINESS, Api, make_job, one, step, walk_to, worker
+from tests.support import BUSINESS, Api, make_job, make_worker, one, step, walk_to, worker
 
 ARCHIVE = "dispatch-test-archive"
 Configure = Callable[..., None]
@@ -78,6 +78,24 @@ def offered_and_declined(conn: db.Connection, job_id: str, who: str) -> None:
     )
 
 
+def raced_then_cancelled(api: Api, conn: db.Connection) -> dict[str, Any]:
+    """A job offered to two workers: worker-3 takes it, worker-4 taps Accept and loses the race
+    (a job_races_lost row, through the product), then the business cancels it."""
+    job = make_job(api)
+    for who in (worker(3), worker(4)):
+        make_worker(api, who)
+        conn.execute(
+            """INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m)
+               VALUES (%s, %s, 1, 1, 300)""",
+            (job["id"], who[0]),
+        )
+    taken = api.call("POST", f"/jobs/{job['id']}/accept", worker(3), {})
+    assert taken.status == 200, taken.body
+    lost = api.call("POST", f"/jobs/{job['id']}/accept", worker(4), {})
+    assert (lost.status, lost.body["error"]["code"]) == (409, "JOB_TAKEN")
+    return step(api, taken.body, BUSINESS, "cancel")
+
+
 def rows_of(conn: db.Connection, job_ids: list[str]) -> dict[str, list[Any]]:
     return {
         table: [r["row"] for r in conn.execute(query.sql, {"ids": job_ids})]
@@ -134,14 +152,16 @@ def test_old_finished_jobs_leave_with_every_row_archived(
     open_then_cancelled = make_job(api)
     offered_and_declined(conn, open_then_cancelled["id"], "worker-2")
     cancelled = step(api, open_then_cancelled, BUSINESS, "cancel")
-    ids = [completed["id"], cancelled["id"]]
+    raced = raced_then_cancelled(api, conn)
+    ids = [completed["id"], cancelled["id"], raced["id"]]
     aged(conn, ids)
     before = rows_of(conn, ids)
     assert len(before["photos"]) == 2 and before["job_offers"] and before["job_declines"]
+    assert [r["worker_id"] for r in before["job_races_lost"]] == ["worker-4"]
 
     report = retention.retire(archivist, archive)
 
-    assert (report.jobs_archived, report.batches, report.left) == (2, 1, 0)
+    assert (report.jobs_archived, report.batches, report.left) == (3, 1, 0)
     assert report.rows_archived == sum(len(rows) for rows in before.values())
     assert archived(archive) == before  # every row, as it was
     assert all(rows == [] for rows in rows_of(conn, ids).values())  # and gone from the tables

@@ -237,6 +237,35 @@ def test_a_decline_is_recorded_once_for_a_real_job(conn: Connection, job_id: Any
         )
 
 
+def test_a_lost_race_is_recorded_once_only_for_an_offer_of_a_round_another_won(
+    conn: Connection, job_id: Any
+) -> None:
+    """job_races_lost (migration 0057): no offer, no lost race (its foreign key on
+    job_offers_once_per_worker); an offer whose round nobody won, or that they won themselves,
+    no lost race (job_races_lost_only_when_taken); once per worker and job."""
+    offer = """INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m)
+               VALUES (%(id)s, %(worker)s, 1, 1, 500)"""
+    for worker_id in ("w-1", "w-2"):
+        conn.execute(offer, {"id": job_id, "worker": worker_id})
+    lost = "INSERT INTO job_races_lost (job_id, worker_id) VALUES (%(id)s, %(worker)s)"
+    refused(conn, lost, {"id": job_id, "worker": "w-3"}, "job_races_lost_held_an_offer")
+    refused(conn, lost, {"id": job_id, "worker": "w-1"}, "job_races_lost_only_when_taken")
+    event = """INSERT INTO job_events (job_id, type, version, actor, data)
+               SELECT id, %(type)s, version, %(actor)s, dispatch_job(j) FROM jobs j
+                WHERE id = %(id)s"""
+    conn.execute(event, {"id": job_id, "type": "job.created", "actor": "b-1"})
+    conn.execute(  # w-2 takes the job: the round w-1 was offered is won by another
+        "UPDATE jobs SET status = 'assigned', assignee_id = 'w-2', version = 2,"
+        " lease_expires_at = now() + interval '5 minutes' WHERE id = %(id)s",
+        {"id": job_id},
+    )
+    conn.execute(event, {"id": job_id, "type": "job.assigned", "actor": "w-2"})
+    refused(conn, lost, {"id": job_id, "worker": "w-2"}, "job_races_lost_only_when_taken")
+    refused(conn, lost, {"id": job_id, "worker": "w-3"}, "job_races_lost_held_an_offer")
+    conn.execute(lost, {"id": job_id, "worker": "w-1"})
+    refused(conn, lost, {"id": job_id, "worker": "w-1"}, "job_races_lost_pkey")
+
+
 def test_job_ids_are_uuid_version_7_in_creation_order(conn: Connection) -> None:
     ids = [one(conn, JOB)["id"] for _ in range(5)]
     assert all(i.version == 7 for i in ids)

@@ -56,6 +56,26 @@ def test_a_record_of_declines_and_vanishing_ranks_below_a_fresh_worker() -> None
     assert idle["score"] > busy["score"]
 
 
+def test_a_lost_race_is_a_yes_but_neither_a_hold_nor_a_failure_to_hold() -> None:
+    """A lost accept race (migration 0057) counts in `accepts` (their door, their pace) and in
+    `lost_races`, which holds leaves out: it reads the jobs they took."""
+
+    def holds(c: Candidate) -> float:
+        why = judge(c, KNOBS, None, 0)  # never took a job: idle the whole history (x 1.2)
+        return float(why["score"]) / (float(why["soon"]) * (1 + KNOBS.idle_weight))
+
+    took_two = Candidate("took", 500, offers=2, accepts=2, releases=1, expected=1.8, answer_s=10)
+    also_lost_two = replace(took_two, worker_id="raced", offers=4, accepts=4, lost_races=2,
+                            expected=3.6)  # fmt: skip
+    assert holds(took_two) == pytest.approx(2 / 3, rel=1e-2)
+    assert holds(also_lost_two) == pytest.approx(2 / 3, rel=1e-2)
+    silent_twice = replace(also_lost_two, accepts=2, lost_races=0, silences=2)
+    assert (
+        judge(also_lost_two, KNOBS, None, 0)["chance"]
+        > judge(silent_twice, KNOBS, None, 0)["chance"]
+    )
+
+
 candidates = st.lists(
     st.builds(
         Candidate,
@@ -68,6 +88,7 @@ candidates = st.lists(
         silences=st.integers(0, 20),
         releases=st.integers(0, 5),
         leases_run_out=st.integers(0, 5),
+        lost_races=st.integers(0, 5),
         expected=st.floats(0, 20),
         answer_s=st.none() | st.floats(0, 600),
         since_accept_s=st.none() | st.floats(0, 20000),

@@ -71,7 +71,12 @@ def accept_job(
         raise
     if row is None:
         facts = sql.ACCEPT_FAILURE_FACTS.one(conn, params)
-        raise DispatchError(rules.accept_refusal(facts, worker_id))
+        refusal = rules.accept_refusal(facts, worker_id)
+        if refusal is Code.JOB_TAKEN:
+            # A lost race is a yes: recorded for a worker who held an offer of the round that
+            # was won (its own statement, committed though the answer is a 409).
+            sql.RECORD_LOST_RACE.run(conn, {"job_id": job_id, "worker_id": worker_id})
+        raise DispatchError(refusal)
     return Job.from_document(row["document"], row["answer"])
 
 

@@ -6,7 +6,9 @@ sizes each wave to the supply around the job, from what the product itself recor
 nothing else (`sql.LIKELY_CANDIDATES`): how far each qualified worker is, their rating against
 the job's `min_rating`, what they did with their offers (accepts, declines, silence, releases,
 leases that ran out) and how fast they answered, how long since they last took a job, and how
-many workers already declined this job in this round.
+many workers already declined this job in this round. A lost accept race (migration 0057) is a
+yes: in `accepts` and the answer pace, but not a job taken (not in the idle time, nor in holds,
+which reads the jobs they took: neither held nor given back).
 
 A worker's answers are not recounted on every wave: the sweeper folds each offer's answer once,
 when it can no longer change (`market.settle_seconds`: a lease and a few minutes), into their
@@ -30,7 +32,8 @@ curve stands on enough answers. For each of the nearest `offer_pool` qualified w
                                                              a yes before the next wave
     soon     = accept * (1 - exp(-horizon / pace)) * discount^round_declines
                                                              a yes within the horizon
-    holds    = (accepts - releases - leases run out + 1) / (accepts + 1)
+    holds    = (taken - releases - leases run out + 1) / (taken + 1)
+                                                             taken: accepts less lost races
     score    = soon * holds * (1 + idle_weight * idle share) * (1 + rating_weight * margin)
 
 The wave offers to the best scores (the likeliest to say yes soon first), as few as make
@@ -75,6 +78,7 @@ class Candidate:
     silences: float = 0
     releases: float = 0
     leases_run_out: float = 0
+    lost_races: float = 0  # of the accepts: yeses that lost the race (no job taken, no hold)
     expected: float = 0.0  # yeses their offers' distances alone predict
     answer_s: float | None = None  # mean seconds from offer to answer
     since_accept_s: float | None = None
@@ -149,7 +153,8 @@ def judge(
     spurned = knobs.decline_discount**round_declines
     chance = accept * (1 - math.exp(-knobs.interval_s / pace)) * spurned
     soon = accept * (1 - math.exp(-knobs.horizon_s / pace)) * spurned
-    holds = (max(0, c.accepts - c.releases - c.leases_run_out) + 1) / (c.accepts + 1)
+    taken = max(0.0, c.accepts - c.lost_races)  # a lost race is a yes, neither held nor not
+    holds = (max(0, taken - c.releases - c.leases_run_out) + 1) / (taken + 1)
     idle_s = knobs.history_s if c.since_accept_s is None else min(c.since_accept_s,
                                                                    knobs.history_s)  # fmt: skip
     margin = (c.rating if c.rating is not None else NEUTRAL_RATING) - (
@@ -276,6 +281,7 @@ def candidate(row: sql.LikelyCandidate) -> Candidate:
         silences=row["silences"],
         releases=row["releases"],
         leases_run_out=row["leases_run_out"],
+        lost_races=row["lost_races"],
         expected=row["expected"],
         answer_s=row["answer_s"],
         since_accept_s=row["since_accept_s"],

@@ -100,9 +100,13 @@ SELECT %(job_id)s, 'offer.created', %(version)s, o.created_at,
 RETURNING id
 """)
 
-# How a worker answered an offer (decline, accept, silence or pending; what became of an
-# accept; how long it took) is one rule, in SQL: dispatch_offer_answer (migration 0054), read
-# by the records folded once (FOLD_ANSWERS) and by a worker's offers since (LIKELY_CANDIDATES).
+# How a worker answered an offer (decline, accept, lost_race, silence or pending; what became
+# of an accept; how long it took) is one rule, in SQL: dispatch_offer_answer (migrations 0054,
+# 0057), read by the records folded once (FOLD_ANSWERS) and by a worker's offers since
+# (LIKELY_CANDIDATES). A lost race (job_races_lost: the worker tapped Accept and another won)
+# counts as a yes, an accept, for the door and the answer pace, and not as a job taken: never
+# in last_accept_at (idle since their last job), and tallied apart (lost_races) so that the
+# policy's holds reads only the jobs they took.
 
 
 # The market's answers by distance band (%(band_m)s wide): how many answered offers, and how
@@ -157,6 +161,7 @@ ON CONFLICT (id) DO UPDATE
 # market.settle_seconds), and whose transaction has long committed (an id range is then
 # complete). Each answer by dispatch_offer_answer (one rule); one still `pending` then was overtaken
 # (the job changed before the silence ran out) and is passed over, as the counts always did.
+# A lost race counts in `accepts` (a yes) and in `lost_races`, never in last_accept_at.
 # `expected` reads each offer with the market's curve standing now (dispatch_market_curve).
 class CurveParams(HistoryParams):
     """The market's curve's parameters (dispatch_market_curve) and the answers' (silence,
@@ -206,7 +211,7 @@ WITH cursor AS (
 ), bands AS (
     INSERT INTO offer_market_bands AS b (band, offers, accepts, as_of)
     SELECT floor(distance_m / %(band_m)s)::int, sum(weight),
-           coalesce(sum(weight) FILTER (WHERE answer = 'accept'), 0), now()
+           coalesce(sum(weight) FILTER (WHERE answer IN ('accept', 'lost_race')), 0), now()
       FROM answered
      GROUP BY 1
         ON CONFLICT (band) DO UPDATE
@@ -216,14 +221,15 @@ WITH cursor AS (
            as_of = now()
 ), workers AS (
     INSERT INTO worker_answers AS w (worker_id, offers, accepts, declines, silences, releases,
-                                     leases_run_out, expected, answer_s_sum, answer_s_count,
-                                     last_accept_at, as_of)
+                                     leases_run_out, lost_races, expected, answer_s_sum,
+                                     answer_s_count, last_accept_at, as_of)
     SELECT worker_id, sum(weight),
-           coalesce(sum(weight) FILTER (WHERE answer = 'accept'), 0),
+           coalesce(sum(weight) FILTER (WHERE answer IN ('accept', 'lost_race')), 0),
            coalesce(sum(weight) FILTER (WHERE answer = 'decline'), 0),
            coalesce(sum(weight) FILTER (WHERE answer = 'silence'), 0),
            coalesce(sum(weight) FILTER (WHERE ending = 'job.released'), 0),
            coalesce(sum(weight) FILTER (WHERE ending = 'job.reopened'), 0),
+           coalesce(sum(weight) FILTER (WHERE answer = 'lost_race'), 0),
            sum(weight * near),
            coalesce(sum(weight * greatest(0, seconds)) FILTER (WHERE seconds IS NOT NULL), 0),
            coalesce(sum(weight) FILTER (WHERE seconds IS NOT NULL), 0),
@@ -242,6 +248,8 @@ WITH cursor AS (
                       + excluded.releases,
            leases_run_out = dispatch_decayed(w.leases_run_out, w.as_of, now(), %(history_s)s)
                             + excluded.leases_run_out,
+           lost_races = dispatch_decayed(w.lost_races, w.as_of, now(), %(history_s)s)
+                        + excluded.lost_races,
            expected = dispatch_decayed(w.expected, w.as_of, now(), %(history_s)s)
                       + excluded.expected,
            answer_s_sum = dispatch_decayed(w.answer_s_sum, w.as_of, now(), %(history_s)s)
@@ -268,7 +276,8 @@ SELECT count(*) AS folded FROM r
 # count is scaled to %(recent)s (a worker's record weighs like their latest %(recent)s offers,
 # so that the prior keeps its weight against it). The market's curve reads them
 # (dispatch_market_curve). An accept that ended in job.released or job.reopened (the lease ran
-# out) is counted too.
+# out) is counted too. A lost race is a yes (in `accepts`, and in `lost_races` so that holds
+# leaves it out), never a job taken (not in since_accept_s).
 # `expected` is how many yeses their offers' distances alone would predict (1 / (1 + (d /
 # half)^2) each), so that a worker offered far jobs is not taken for a worker who says no.
 # `round_declines`: the declines this job already had in this round. `since_offer_s`: since
@@ -290,6 +299,7 @@ class LikelyCandidate(TypedDict):
     silences: float
     releases: float
     leases_run_out: float
+    lost_races: float
     expected: float
     answer_s: float | None
     since_accept_s: float | None
@@ -321,7 +331,7 @@ SELECT q.worker_id, q.distance_m, q.rating,
        h.offers * h.scale AS offers, h.accepts * h.scale AS accepts,
        h.declines * h.scale AS declines, h.silences * h.scale AS silences,
        h.releases * h.scale AS releases, h.leases_run_out * h.scale AS leases_run_out,
-       h.expected * h.scale AS expected,
+       h.lost_races * h.scale AS lost_races, h.expected * h.scale AS expected,
        h.answer_s_sum / nullif(h.answer_s_count, 0) AS answer_s,
        extract(epoch FROM now() - h.last_accept_at)::float8 AS since_accept_s,
        extract(epoch FROM now() - last_offer.created_at)::float8 AS since_offer_s,
@@ -334,11 +344,13 @@ SELECT q.worker_id, q.distance_m, q.rating,
   LEFT JOIN worker_answers wa ON wa.worker_id = q.worker_id
  CROSS JOIN LATERAL (
     SELECT coalesce(sum(t.weight) FILTER (WHERE a.answer <> 'pending'), 0) AS offers,
-           coalesce(sum(t.weight) FILTER (WHERE a.answer = 'accept'), 0) AS accepts,
+           coalesce(sum(t.weight) FILTER (WHERE a.answer IN ('accept', 'lost_race')), 0)
+               AS accepts,
            coalesce(sum(t.weight) FILTER (WHERE a.answer = 'decline'), 0) AS declines,
            coalesce(sum(t.weight) FILTER (WHERE a.answer = 'silence'), 0) AS silences,
            coalesce(sum(t.weight) FILTER (WHERE a.ending = 'job.released'), 0) AS releases,
            coalesce(sum(t.weight) FILTER (WHERE a.ending = 'job.reopened'), 0) AS leases_run_out,
+           coalesce(sum(t.weight) FILTER (WHERE a.answer = 'lost_race'), 0) AS lost_races,
            coalesce(sum(t.weight / (1 + (r.distance_m / curve.half_m) ^ 2))
                     FILTER (WHERE a.answer <> 'pending'), 0) AS expected,
            coalesce(sum(t.weight * greatest(0, a.seconds)), 0) AS answer_s_sum,
@@ -370,6 +382,8 @@ SELECT q.worker_id, q.distance_m, q.rating,
                    coalesce(dispatch_decayed(wa.leases_run_out, wa.as_of, now(),
                                              %(history_s)s), 0)
                        + live.leases_run_out AS leases_run_out,
+                   coalesce(dispatch_decayed(wa.lost_races, wa.as_of, now(), %(history_s)s), 0)
+                       + live.lost_races AS lost_races,
                    coalesce(dispatch_decayed(wa.expected, wa.as_of, now(), %(history_s)s), 0)
                        + live.expected AS expected,
                    coalesce(dispatch_decayed(wa.answer_s_sum, wa.as_of, now(), %(history_s)s),
