@@ -242,7 +242,7 @@ CASES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "half_m": 2500.0, "door": 0.5, "min_answers": 50,
     },
     "dispatch.offers.sql.SAVE_MARKET": lambda f: {
-        "door": 0.5, "half_distance_m": 2500.0, "answers": 100,
+        "area": -1, "door": 0.5, "half_distance_m": 2500.0, "answers": 100,
     },
     "dispatch.offers.sql.LIKELY_CANDIDATES": lambda f: {
         "job_id": f["open"]["id"], "version": f["open"]["version"],

@@ -394,8 +394,8 @@ SELECT 'b-' || b, 'w-blocked-' || b, 'blocked' FROM generate_series(1, 500) b
 ON CONFLICT DO NOTHING;
 INSERT INTO idempotency_keys (principal, key, fingerprint, status_code, body, created_at)
 SELECT business_id, 'post-' || id, md5(id::text), 201, '{}', created_at FROM now_plan;
-INSERT INTO offer_market (door, half_distance_m, answers) VALUES (0.6, 2500, 400)
-ON CONFLICT (id) DO UPDATE SET fitted_at = now()
+INSERT INTO offer_market (area, door, half_distance_m, answers) VALUES (-1, 0.6, 2500, 400)
+ON CONFLICT (area) DO UPDATE SET fitted_at = now()
 """,
 ]
 # The lapsed leases run out one second after they are written.

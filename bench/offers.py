@@ -132,7 +132,7 @@ def fit_market(url: str) -> tuple[float, int]:
         began = time.perf_counter_ns()
         assert market.refit(conn)
         spent = time.perf_counter_ns() - began
-        row = conn.execute("SELECT answers FROM offer_market").fetchone()
+        row = conn.execute("SELECT answers FROM offer_market WHERE area = -1").fetchone()
     return spent / 1e6, int(row["answers"]) if row else 0
 
 

@@ -627,15 +627,28 @@ CREATE FUNCTION public.dispatch_live(status text) RETURNS boolean
 
 
 --
--- Name: dispatch_market_curve(double precision, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: dispatch_market_area(double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dispatch_market_curve(p_half_m double precision, p_door double precision, p_min_answers integer) RETURNS TABLE(half_m double precision, door double precision)
+CREATE FUNCTION public.dispatch_market_area(p_lat double precision, p_lng double precision) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT least(floor(p_lat + 90)::integer, 179) * 360 + floor(p_lng + 180)::integer % 360
+$$;
+
+
+--
+-- Name: dispatch_market_curve(integer, double precision, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.dispatch_market_curve(p_area integer, p_half_m double precision, p_door double precision, p_min_answers integer) RETURNS TABLE(half_m double precision, door double precision)
     LANGUAGE sql STABLE ROWS 1 PARALLEL SAFE
     AS $$
 SELECT coalesce(m.half_distance_m, p_half_m), coalesce(m.door, p_door)
   FROM (SELECT) one
-  LEFT JOIN LATERAL (SELECT * FROM offer_market m WHERE m.answers >= p_min_answers
+  LEFT JOIN LATERAL (SELECT m.half_distance_m, m.door FROM offer_market m
+                      WHERE m.area IN (p_area, -1) AND m.answers >= p_min_answers
+                      ORDER BY m.area = -1  -- the area's own first
                       LIMIT 1) m ON true
 $$;
 
@@ -1243,15 +1256,15 @@ CREATE TABLE public.offer_answers_folded (
 --
 
 CREATE TABLE public.offer_market (
-    id boolean DEFAULT true NOT NULL,
+    area integer NOT NULL,
     door double precision NOT NULL,
     half_distance_m double precision NOT NULL,
     answers integer NOT NULL,
     fitted_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT offer_market_answers_nonnegative CHECK ((answers >= 0)),
+    CONSTRAINT offer_market_area_valid CHECK (((area >= '-1'::integer) AND (area <= 64799))),
     CONSTRAINT offer_market_door_is_a_chance CHECK (((door > (0)::double precision) AND (door <= (1)::double precision))),
-    CONSTRAINT offer_market_half_distance_positive CHECK ((half_distance_m > (0)::double precision)),
-    CONSTRAINT offer_market_one_row CHECK (id)
+    CONSTRAINT offer_market_half_distance_positive CHECK ((half_distance_m > (0)::double precision))
 );
 
 
@@ -1260,11 +1273,13 @@ CREATE TABLE public.offer_market (
 --
 
 CREATE TABLE public.offer_market_bands (
+    area integer NOT NULL,
     band integer NOT NULL,
     offers double precision NOT NULL,
     accepts double precision NOT NULL,
     as_of timestamp with time zone NOT NULL,
     CONSTRAINT offer_market_bands_accepts_within_offers CHECK ((accepts <= ((offers * (((1)::numeric + 0.000000001))::double precision) + (0.000000001)::double precision))),
+    CONSTRAINT offer_market_bands_area_valid CHECK (((area >= '-1'::integer) AND (area <= 64799))),
     CONSTRAINT offer_market_bands_band_nonnegative CHECK ((band >= 0)),
     CONSTRAINT offer_market_bands_counts_nonnegative CHECK (((offers >= (0)::double precision) AND (accepts >= (0)::double precision)))
 );
@@ -1514,7 +1529,7 @@ ALTER TABLE ONLY public.offer_events
 --
 
 ALTER TABLE ONLY public.offer_market_bands
-    ADD CONSTRAINT offer_market_bands_pkey PRIMARY KEY (band);
+    ADD CONSTRAINT offer_market_bands_pkey PRIMARY KEY (area, band);
 
 
 --
@@ -1522,7 +1537,7 @@ ALTER TABLE ONLY public.offer_market_bands
 --
 
 ALTER TABLE ONLY public.offer_market
-    ADD CONSTRAINT offer_market_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT offer_market_pkey PRIMARY KEY (area);
 
 
 --

@@ -95,3 +95,34 @@ def test_the_accept_is_the_migrations_function_and_an_apply_leaves_it_alone(
         assert migrations.apply(conn, everything) == []
         again = [r["signature"].split("(")[0] for r in conn.execute(FUNCTIONS).fetchall()]
         assert again == made
+
+
+def test_the_one_market_curve_and_its_bands_become_the_deployments(empty_database: str) -> None:
+    """Migration 0058 (a curve per area): the curve there was, and the bands folded before
+    areas, are kept under area -1, the deployment's (whose curve they count in, and no
+    area's)."""
+    everything = migrations.load(REPO_ROOT / "migrations")
+    before = [m for m in everything if m.version < "0058"]
+    with db.connect(empty_database) as conn:
+        migrations.apply(conn, before)
+        conn.execute(
+            "INSERT INTO offer_market (door, half_distance_m, answers, fitted_at)"
+            " VALUES (0.7, 3100, 400, '2026-01-01T00:00:00Z')"
+        )
+        conn.execute(
+            "INSERT INTO offer_market_bands (band, offers, accepts, as_of)"
+            " VALUES (2, 10, 6, '2026-01-01T00:00:00Z'), (9, 4, 1, '2026-01-01T00:00:00Z')"
+        )
+        conn.commit()
+        assert migrations.apply(conn, everything)[0] == "0058_market_areas"
+        curves = conn.execute(
+            "SELECT area, door, half_distance_m, answers, fitted_at FROM offer_market"
+        ).fetchall()
+        assert [(c["area"], c["door"], c["half_distance_m"], c["answers"]) for c in curves] == [
+            (-1, 0.7, 3100, 400)
+        ]
+        assert curves[0]["fitted_at"].isoformat() == "2026-01-01T00:00:00+00:00"
+        bands = conn.execute(
+            "SELECT area, band, offers, accepts FROM offer_market_bands ORDER BY band"
+        ).fetchall()
+        assert [tuple(b.values()) for b in bands] == [(-1, 2, 10, 6), (-1, 9, 4, 1)]

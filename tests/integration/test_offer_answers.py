@@ -24,7 +24,7 @@ from dispatch.offers.sql import LIKELY_CANDIDATES, MARKET_ANSWERS
 from dispatch.workers import locations
 from dispatch.workers.models import WorkerPosition
 from tests.integration.conftest import Waves
-from tests.integration.test_offers import HERE, first_wave, open_job, place
+from tests.integration.test_offers import HERE, area_of, first_wave, open_job, place
 from tests.support import destination
 
 Configure = Callable[..., None]
@@ -84,6 +84,7 @@ SELECT q.worker_id, h.*
  ) h
  ORDER BY q.distance_m
 """
+ELSEWHERE = (13.0827, 80.2707)  # another area than HERE's (Chennai's, HERE Bengaluru)
 RECORD = ("offers", "accepts", "declines", "silences", "releases", "leases_run_out", "lost_races",
           "expected")  # fmt: skip
 
@@ -197,7 +198,7 @@ def test_each_answer_is_folded_once_and_never_while_it_can_change(
         assert row["answer_s_count"] == pytest.approx(1 if answered else 0, abs=1e-4)
         assert (row["last_accept_at"] is not None) == ("accepts" in counts)
     bands = conn.execute("SELECT * FROM offer_market_bands").fetchall()
-    assert [b["band"] for b in bands] == [1000 // market.BAND_M]
+    assert [(b["area"], b["band"]) for b in bands] == [(area_of(conn, HERE), 1000 // market.BAND_M)]
     assert bands[0]["offers"] == pytest.approx(5, abs=1e-3)
     assert bands[0]["accepts"] == pytest.approx(3, abs=1e-3)
     ids = offer_ids(conn)
@@ -254,6 +255,36 @@ def test_a_lost_race_reads_as_a_yes_that_took_no_job(
                                                  pytest.approx(2, abs=1e-3))  # fmt: skip
 
 
+def test_each_answer_is_tallied_in_its_jobs_area_and_read_with_its_curve(
+    conn: db.Connection, waves: Waves, cache: redis.Redis, quick: None
+) -> None:
+    """Two declines at 1 km, of jobs in two areas whose curves differ (migration 0058): each is
+    tallied in its job's area's band, and its worker's `expected` reads it with that area's
+    curve."""
+    halves = {HERE: 1000.0, ELSEWHERE: 4000.0}
+    for at, half in halves.items():
+        conn.execute(
+            "INSERT INTO offer_market (area, door, half_distance_m, answers)"
+            " VALUES (dispatch_market_area(%s, %s), 0.5, %s, 500)",
+            (*at, half),
+        )
+        locations.forget_everyone(cache)
+        place(conn, f"w{half:.0f}", 1000, at=at)
+        job_id, created = open_job(conn, at=at)
+        assert waves.run(conn, first_wave(created)).offered == 1
+        inbox.decline(conn, job_id, f"w{half:.0f}")
+    time.sleep(SETTLE_S)
+    assert market.fold(conn, settle_s=SETTLE_S) == 2
+    bands = conn.execute("SELECT * FROM offer_market_bands ORDER BY area").fetchall()
+    assert [(b["area"], b["band"]) for b in bands] == sorted(
+        (area_of(conn, at), 1000 // market.BAND_M) for at in halves
+    )
+    assert all(b["offers"] == pytest.approx(1, abs=1e-4) for b in bands)
+    for half in halves.values():
+        expected = records(conn)[f"w{half:.0f}"]["expected"]
+        assert expected == pytest.approx(1 / (1 + (1000 / half) ** 2), rel=1e-3), half
+
+
 def test_the_fold_stops_at_its_batch_and_goes_on_from_its_cursor(
     conn: db.Connection, waves: Waves, cache: redis.Redis, configure: Configure, quick: None
 ) -> None:
@@ -294,8 +325,8 @@ def test_a_tally_halves_in_tau_ln2(conn: db.Connection, configure: Configure) ->
     configure(DISPATCH_OFFER_HISTORY_SECONDS=str(tau))
     with conn.transaction():  # one now(): written and read at the same moment
         conn.execute(
-            "INSERT INTO offer_market_bands (band, offers, accepts, as_of)"
-            " VALUES (4, 8, 2, now() - make_interval(secs => %s))",
+            "INSERT INTO offer_market_bands (area, band, offers, accepts, as_of)"
+            " VALUES (7, 4, 8, 2, now() - make_interval(secs => %s))",
             (tau * math.log(2),),
         )
         (band,) = conn.execute(MARKET_ANSWERS.sql, {"history_s": tau}).fetchall()

@@ -17,7 +17,7 @@ from dispatch.offers import inbox, market
 from dispatch.workers import locations
 from tests.conftest import empty_the_tables
 from tests.integration.conftest import Waves
-from tests.integration.test_offers import first_wave, open_job, place
+from tests.integration.test_offers import HERE, area_of, first_wave, open_job, place
 
 Configure = Callable[..., None]
 
@@ -241,23 +241,84 @@ def test_the_sweep_fits_the_markets_curve_and_the_waves_read_it(
     assert market.settle_seconds() == 5
     time.sleep(5.1)
     assert sweeper.sweep(conn).market_refit is True
-    fitted = conn.execute("SELECT * FROM offer_market").fetchone()
+    fitted = conn.execute(
+        "SELECT * FROM offer_market WHERE area = dispatch_market_area(%s, %s)", HERE
+    ).fetchone()
     assert fitted is not None and fitted["answers"] == 60
     assert 3500 < fitted["half_distance_m"] < 7000 and 0.75 < fitted["door"] <= 1, fitted
     assert sweeper.sweep(conn).market_refit is False  # not due again for ten minutes
 
-    def why_of_next_offer() -> dict[str, Any]:
-        locations.forget_everyone(cache)
-        place(conn, f"next-{len(waves.put)}", 4000)
-        _, created = open_job(conn)
-        waves.run(conn, first_wave(created))
-        why: dict[str, Any] = waves.put[-1].data["why"]
-        return why
-
-    why = why_of_next_offer()
+    why = why_of_next_offer(conn, waves, cache)
     assert why["half_distance_m"] == round(fitted["half_distance_m"], 1)
     assert why["market_door"] == round(fitted["door"], 4)
     configure(DISPATCH_OFFER_MARKET_MIN_ANSWERS="61")  # one more than it stands on
-    configured = why_of_next_offer()
+    configured = why_of_next_offer(conn, waves, cache)
     assert (configured["half_distance_m"], configured["market_door"]) == (2500, 0.6)
     assert configured["chance"] < why["chance"]  # 4 km: the market says likelier
+
+
+def why_of_next_offer(
+    conn: db.Connection, waves: Waves, cache: "locations.Client", at: tuple[float, float] = HERE
+) -> dict[str, Any]:
+    """The `why` of the offer of a new job at `at`, to the one worker 4 km away."""
+    locations.forget_everyone(cache)
+    place(conn, f"next-{len(waves.put)}", 4000, at=at)
+    _, created = open_job(conn, at=at)
+    waves.run(conn, first_wave(created))
+    why: dict[str, Any] = waves.put[-1].data["why"]
+    return why
+
+
+# Three metros of one deployment, each in an area of its own (dispatch_market_area: a cell of a
+# degree by a degree), and a fourth with no answers.
+COMPACT = HERE  # Bengaluru
+SPREAD = (13.0827, 80.2707)  # Chennai
+THIN = (28.6139, 77.2090)  # Delhi
+QUIET = (18.5204, 73.8567)  # Pune
+
+
+def test_each_area_fits_its_own_curve_and_its_waves_read_it(
+    conn: db.Connection, waves: Waves, configure: Configure, cache: "locations.Client"
+) -> None:
+    """In one metro workers say yes near the job and seldom beyond (as a curve that halves at
+    1.5 km says), in another they drive (6 km), in a third four offers were answered. The
+    sweep fits each area's curve to its own answers, and the deployment's to all of them; a
+    wave reads its job's area's curve, the deployment's where the area stands on too few
+    answers (or none), and the configured one where nothing does."""
+    configure(DISPATCH_OFFER_WAVES="1@9000", DISPATCH_OFFER_MARKET_MIN_ANSWERS="30")
+    answered = {COMPACT: (1500, 8), SPREAD: (6000, 8), THIN: (6000, 1)}  # half, offers each
+    for at, (half, n) in answered.items():
+        for distance in (500, 2500, 4500, 6500):
+            takes = round(n * 0.9 / (1 + (distance / half) ** 2))
+            for k in range(n):
+                worker = f"w{at[1]:.0f}-{distance}-{k}"
+                locations.forget_everyone(cache)
+                place(conn, worker, distance, bearing=40 * k, at=at)
+                job_id, created = open_job(conn, at=at)
+                waves.run(conn, first_wave(created))
+                if k < takes:
+                    commands.accept_job(conn, job_id=job_id, worker_id=worker, version=None)
+                else:
+                    inbox.decline(conn, job_id, worker)
+    likely(configure, "1@9000")
+    configure(DISPATCH_OFFER_WAVE_INTERVAL_SECONDS="0", DISPATCH_LEASE_SECONDS="1",
+              DISPATCH_SWEEP_INTERVAL_SECONDS="1")  # fmt: skip
+    time.sleep(market.settle_seconds() + 0.1)
+    assert sweeper.sweep(conn).market_refit is True
+    curves = {r["area"]: r for r in conn.execute("SELECT * FROM offer_market").fetchall()}
+    areas = {at: area_of(conn, at) for at in (COMPACT, SPREAD, THIN, QUIET)}
+    assert len(set(areas.values())) == 4 and set(curves) == {-1, *list(areas.values())[:3]}
+    compact, spread, whole = curves[areas[COMPACT]], curves[areas[SPREAD]], curves[-1]
+    assert compact["answers"] == spread["answers"] == 32 and curves[areas[THIN]]["answers"] == 4
+    assert whole["answers"] == 68
+    assert compact["half_distance_m"] < 2200 and spread["half_distance_m"] > 4000, curves
+    assert compact["half_distance_m"] < whole["half_distance_m"] < spread["half_distance_m"]
+
+    for at, curve in ((COMPACT, compact), (SPREAD, spread), (THIN, whole), (QUIET, whole)):
+        why = why_of_next_offer(conn, waves, cache, at)
+        read = (why["half_distance_m"], why["market_door"])
+        assert read == (round(curve["half_distance_m"], 1), round(curve["door"], 4)), at
+    configure(DISPATCH_OFFER_MARKET_MIN_ANSWERS="69")  # more than the deployment stands on
+    for at in (COMPACT, QUIET):
+        why = why_of_next_offer(conn, waves, cache, at)
+        assert (why["half_distance_m"], why["market_door"]) == (2500, 0.6), at

@@ -45,9 +45,11 @@ WAVE_GAP_SECONDS = 4
 BUSINESS_ID = "business-1"
 
 
-def open_job(conn: db.Connection, skills: list[str] | None = None) -> tuple[UUID, Event]:
-    """A new open job at HERE, and its job.created event (what starts the round)."""
-    spec = CreateJob.model_validate(job_body(skills or ["wash"], *HERE))
+def open_job(
+    conn: db.Connection, skills: list[str] | None = None, at: tuple[float, float] = HERE
+) -> tuple[UUID, Event]:
+    """A new open job at HERE (or `at`), and its job.created event (what starts the round)."""
+    spec = CreateJob.model_validate(job_body(skills or ["wash"], *at))
     job = commands.create_job(conn, BUSINESS_ID, spec)
     return job.id, last_event(conn, job.id)
 
@@ -76,16 +78,24 @@ def place(
     skills: Sequence[str] = ("wash",),
     seen_seconds_ago: float = 0,
     rated: tuple[int, int] = (0, 0),
+    at: tuple[float, float] = HERE,
 ) -> None:
-    """A worker with a profile, standing `metres` from HERE, last seen a while ago."""
+    """A worker with a profile, standing `metres` from HERE (or `at`), last seen a while ago."""
     conn.execute(
         "INSERT INTO workers (id, skills, ratings, stars) VALUES (%s, %s, %s, %s)",
         (worker_id, list(skills), *rated),
     )
-    lat, lng = destination(*HERE, bearing, metres)
+    lat, lng = destination(*at, bearing, metres)
     locations.report(
         worker_id, WorkerPosition(lat=lat, lng=lng), now=time.time() - seen_seconds_ago
     )
+
+
+def area_of(conn: db.Connection, at: tuple[float, float]) -> int:
+    """The market's area of a position (dispatch_market_area, migration 0058)."""
+    row = conn.execute("SELECT dispatch_market_area(%s, %s) AS area", at).fetchone()
+    assert row is not None
+    return int(row["area"])
 
 
 def profile(conn: db.Connection, worker_id: str) -> str:

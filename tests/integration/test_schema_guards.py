@@ -324,8 +324,8 @@ def test_nobody_takes_renews_or_starts_a_job_once_its_window_ended(conn: Connect
 
 
 MARKET = """
-INSERT INTO offer_market (id, door, half_distance_m, answers)
-VALUES (%(id)s, %(door)s, %(half)s, %(answers)s)
+INSERT INTO offer_market (area, door, half_distance_m, answers)
+VALUES (%(area)s, %(door)s, %(half)s, %(answers)s)
 """
 
 
@@ -336,21 +336,42 @@ VALUES (%(id)s, %(door)s, %(half)s, %(answers)s)
         ({"door": 0.0}, "offer_market_door_is_a_chance"),
         ({"half": 0.0}, "offer_market_half_distance_positive"),
         ({"answers": -1}, "offer_market_answers_nonnegative"),
-        ({"id": False}, "offer_market_one_row"),
+        ({"area": -2}, "offer_market_area_valid"),
+        ({"area": 64800}, "offer_market_area_valid"),
     ],
 )
-def test_the_markets_curve_is_one_row_of_a_chance_and_a_distance(
+def test_the_markets_curve_is_one_row_an_area_of_a_chance_and_a_distance(
     conn: Connection, row: dict[str, Any], constraint: str
 ) -> None:
-    fine = {"id": True, "door": 0.8, "half": 2500.0, "answers": 300}
+    """An area's curve (migration 0058; -1 the deployment's), written past the application."""
+    fine = {"area": 37077, "door": 0.8, "half": 2500.0, "answers": 300}
     refused(conn, MARKET, fine | row, constraint)
     conn.execute(MARKET, fine)
-    refused(conn, MARKET, fine, "offer_market_pkey")  # one market, one row
+    refused(conn, MARKET, fine, "offer_market_pkey")  # one area, one row
+    conn.execute(MARKET, fine | {"area": -1})  # the deployment's beside it
+    conn.execute(MARKET, fine | {"area": 64799})  # the last area there is
+
+
+def test_an_area_is_a_cell_of_a_degree_by_a_degree_and_every_position_has_one(
+    conn: Connection,
+) -> None:
+    """dispatch_market_area (0058): a position's area is its row (latitude) and column
+    (longitude) of whole degrees; the poles and the antimeridian fall inside the valid areas."""
+    rows = conn.execute("""
+        SELECT dispatch_market_area(lat, lng) AS area
+          FROM (VALUES (12.9716, 77.5946), (12.01, 77.99), (13.0827, 80.2707), (-90, -180),
+                       (90, 180), (90, 179.99), (-89.5, 180), (0, 0), (-0.01, -0.01))
+               AS p(lat, lng)
+    """).fetchall()
+    assert [r["area"] for r in rows] == [
+        102 * 360 + 257, 102 * 360 + 257, 103 * 360 + 260, 0, 179 * 360, 64799, 0,
+        90 * 360 + 180, 89 * 360 + 179,
+    ]  # fmt: skip
 
 
 BAND = """
-INSERT INTO offer_market_bands (band, offers, accepts, as_of)
-VALUES (%(band)s, %(offers)s, %(accepts)s, now())
+INSERT INTO offer_market_bands (area, band, offers, accepts, as_of)
+VALUES (%(area)s, %(band)s, %(offers)s, %(accepts)s, now())
 """
 ANSWERS = """
 INSERT INTO worker_answers (worker_id, offers, accepts, declines, silences, releases,
@@ -364,11 +385,15 @@ FOLDED = "UPDATE offer_answers_folded SET last_offer_id = %(id)s, last_offer_at 
 @pytest.mark.parametrize(
     ("statement", "fine", "row", "constraint"),
     [
-        (BAND, {"band": 1, "offers": 2.0, "accepts": 1.0}, {"band": -1},
+        (BAND, {"area": 7, "band": 1, "offers": 2.0, "accepts": 1.0}, {"band": -1},
          "offer_market_bands_band_nonnegative"),
-        (BAND, {"band": 1, "offers": 2.0, "accepts": 1.0}, {"accepts": -0.5},
+        (BAND, {"area": 7, "band": 1, "offers": 2.0, "accepts": 1.0}, {"area": -2},
+         "offer_market_bands_area_valid"),
+        (BAND, {"area": 7, "band": 1, "offers": 2.0, "accepts": 1.0}, {"area": 64800},
+         "offer_market_bands_area_valid"),
+        (BAND, {"area": 7, "band": 1, "offers": 2.0, "accepts": 1.0}, {"accepts": -0.5},
          "offer_market_bands_counts_nonnegative"),
-        (BAND, {"band": 1, "offers": 2.0, "accepts": 1.0}, {"accepts": 2.5},
+        (BAND, {"area": 7, "band": 1, "offers": 2.0, "accepts": 1.0}, {"accepts": 2.5},
          "offer_market_bands_accepts_within_offers"),
         (ANSWERS, {"offers": 3.0, "accepts": 1.0, "declines": 1.0, "silences": 1.0,
                    "leases_run_out": 0.0, "expected": 1.5}, {"leases_run_out": -1.0},
@@ -389,6 +414,15 @@ def test_the_folded_answers_are_counts_that_add_up(
     conn.execute(statement, fine)
     refused(conn, "INSERT INTO offer_answers_folded (id) VALUES (false)", {},
             "offer_answers_folded_one_row")  # fmt: skip
+
+
+def test_the_markets_answers_are_one_row_an_area_and_band(conn: Connection) -> None:
+    """offer_market_bands' key (migration 0058): a band once an area, in every area."""
+    fine = {"area": 7, "band": 1, "offers": 2.0, "accepts": 1.0}
+    conn.execute(BAND, fine)
+    conn.execute(BAND, fine | {"area": 8})
+    conn.execute(BAND, fine | {"area": -1})  # the deployment's, folded before areas
+    refused(conn, BAND, fine, "offer_market_bands_pkey")
 
 
 def test_a_workers_record_follows_its_completed_jobs_whoever_rewrites_them(

@@ -8,11 +8,19 @@ the district's curve there took each far worker's chance for half of what it was
 waves of four where two would do. So the sweeper fits the curve to what the market did, every
 `DISPATCH_OFFER_MARKET_REFIT_SECONDS`, into `offer_market`, and every wave reads it.
 
+A curve per area (migration 0058): a deployment serving several metros has a keen, compact one
+beside one of far drivers, and one average would misread both. An area is a job's cell of one
+degree by one (`dispatch_market_area`, in SQL, the one rule). Each area with answers has its
+own curve, and the deployment has one fit on every area's answers together (`DEPLOYMENT`). A
+wave reads its job's area's curve once it stands on `DISPATCH_OFFER_MARKET_MIN_ANSWERS`, else
+the deployment's once that does, else the configured one (`dispatch_market_curve`).
+
 The answers it fits to are folded once (`fold`, every sweeper pass, before the fit): each
 offer's answer, once it can no longer change (`settle_seconds`), is added to the market's
-tallies by distance band and to its worker's (`sql.FOLD_ANSWERS`), exponentially decayed with
-the offer history (`DISPATCH_OFFER_HISTORY_SECONDS`, a day) as their time constant. A fit
-reads a few dozen band rows, and a wave one row per candidate, however long history grows.
+tallies by its job's area and distance band and to its worker's (`sql.FOLD_ANSWERS`),
+exponentially decayed with the offer history (`DISPATCH_OFFER_HISTORY_SECONDS`, a day) as their
+time constant. A fit reads a few dozen band rows an area, and a wave one row per candidate,
+however long history grows.
 
 The fit: for each half distance on a grid (400 m to 16 km, 8% apart), the door that makes the
 expected yeses equal the recorded ones, then the pair with the highest likelihood of the
@@ -38,6 +46,9 @@ PRIOR_SPREAD = math.log(2)  # the half distance's prior: the configured one, sd 
 # Offers folded per sweeper pass at most: some 5 minutes of the seed's peak, so a pass keeps up
 # with the market and a fresh deployment catches up on its last day within a few hours.
 FOLD_BATCH = 5000
+# offer_market's area of the deployment's curve, and offer_market_bands' of the answers folded
+# before areas (migration 0058); never the area of a position (dispatch_market_area: 0 up).
+DEPLOYMENT = -1
 
 
 @dataclass(frozen=True)
@@ -112,16 +123,38 @@ def fold(conn: Connection, batch: int = FOLD_BATCH, settle_s: int | None = None)
 
 
 def refit(conn: Connection) -> bool:
-    """Fit the market's curve to the folded answers and save it; whether it did (too few
-    answers: not). The sweeper's "market curve" duty, every `offer_market_refit_seconds`."""
+    """Fit each area's curve to its folded answers, and the deployment's to every area's
+    together (and to the bands folded before areas, kept under DEPLOYMENT), and save each;
+    whether it saved any (no yes anywhere: not). An area without a yes keeps the curve it had.
+    The sweeper's "market curve" duty, every `offer_market_refit_seconds`."""
     s = offer_policy_settings()
     rows = sql.MARKET_ANSWERS.all(conn, {"history_s": s.offer_history_seconds})
-    bands = [Band((r["band"] + 0.5) * BAND_M, r["offers"], r["accepts"]) for r in rows]
-    curve = fit(bands, s.offer_half_distance_m)
-    if curve is None:
-        return False
-    sql.SAVE_MARKET.run(
-        conn,
-        {"door": curve.door, "half_distance_m": curve.half_distance_m, "answers": curve.answers},
-    )
-    return True
+    areas: dict[int, list[Band]] = {}
+    whole: dict[int, tuple[float, float]] = {}  # band: (offers, accepts), every area's
+    for r in rows:
+        if r["area"] != DEPLOYMENT:
+            areas.setdefault(r["area"], []).append(
+                Band((r["band"] + 0.5) * BAND_M, r["offers"], r["accepts"])
+            )
+        offers, accepts = whole.get(r["band"], (0.0, 0.0))
+        whole[r["band"]] = (offers + r["offers"], accepts + r["accepts"])
+    areas[DEPLOYMENT] = [
+        Band((band + 0.5) * BAND_M, offers, accepts)
+        for band, (offers, accepts) in sorted(whole.items())
+    ]
+    saved = False
+    for area, bands in sorted(areas.items()):
+        curve = fit(bands, s.offer_half_distance_m)
+        if curve is None:
+            continue
+        sql.SAVE_MARKET.run(
+            conn,
+            {
+                "area": area,
+                "door": curve.door,
+                "half_distance_m": curve.half_distance_m,
+                "answers": curve.answers,
+            },
+        )
+        saved = True
+    return saved

@@ -109,49 +109,56 @@ RETURNING id
 # policy's holds reads only the jobs they took.
 
 
-# The market's answers by distance band (%(band_m)s wide): how many answered offers, and how
-# many said yes, folded once (FOLD_ANSWERS) and decayed to now. The sweeper fits the market's
-# curve to them (dispatch.offers.market). A few dozen rows, however long history grows.
+# The market's answers by area (dispatch_market_area, migration 0058; -1: folded before areas)
+# and distance band (%(band_m)s wide): how many answered offers, and how many said yes, folded
+# once (FOLD_ANSWERS) and decayed to now. The sweeper fits each area's curve, and the
+# deployment's, to them (dispatch.offers.market). A few dozen rows an area, however long
+# history grows; the areas are the few metros a deployment serves.
 class HistoryParams(TypedDict):
     history_s: int
 
 
 class MarketBand(TypedDict):
+    area: int
     band: int
     offers: float
     accepts: float
 
 
 MARKET_ANSWERS: Query[HistoryParams, MarketBand] = Query("""
-SELECT b.band, dispatch_decayed(b.offers, b.as_of, now(), %(history_s)s) AS offers,
+SELECT b.area, b.band, dispatch_decayed(b.offers, b.as_of, now(), %(history_s)s) AS offers,
        dispatch_decayed(b.accepts, b.as_of, now(), %(history_s)s) AS accepts
   FROM offer_market_bands b
- ORDER BY b.band
+ ORDER BY b.area, b.band
 """)
 
 
-# The market's curve, one row (offer_market_one_row), replaced by each fit.
+# An area's curve (or the deployment's, area -1), one row an area (offer_market_pkey),
+# replaced by each fit.
 class SaveMarketParams(TypedDict):
+    area: int
     door: float
     half_distance_m: float
     answers: int
 
 
 SAVE_MARKET: Query[SaveMarketParams, None] = Query("""
-INSERT INTO offer_market (door, half_distance_m, answers)
-VALUES (%(door)s, %(half_distance_m)s, %(answers)s)
-ON CONFLICT (id) DO UPDATE
+INSERT INTO offer_market (area, door, half_distance_m, answers)
+VALUES (%(area)s, %(door)s, %(half_distance_m)s, %(answers)s)
+ON CONFLICT (area) DO UPDATE
    SET door = excluded.door, half_distance_m = excluded.half_distance_m,
        answers = excluded.answers, fitted_at = now()
 """)
 
-# The market's curve the `likely` policy reads offers with is one rule, in SQL:
-# dispatch_market_curve (migration 0054: offer_market's once fit on %(min_answers)s answers,
-# else the configured %(half_m)s and %(door)s; one row, planned as one).
+# The market's curve the `likely` policy reads an offer with is one rule, in SQL:
+# dispatch_market_curve (migration 0058: the curve of the job's area, dispatch_market_area,
+# once fit on %(min_answers)s answers, else the deployment's once it is, else the configured
+# %(half_m)s and %(door)s; one row, planned as one).
 
 
 # Each offer's answer folded once, into records kept as they change (migration 0048): the
-# market's by distance band (offer_market_bands, %(band_m)s wide) and each worker's
+# market's by its job's area and distance band (offer_market_bands, %(band_m)s wide; the job
+# probed by its primary key for its position, migration 0058) and each worker's
 # (worker_answers), each tally decayed to now (dispatch_decayed, tau %(history_s)s) and each
 # answer weighted by its own age, so that MARKET_ANSWERS and LIKELY_CANDIDATES read a row
 # instead of recounting a day of offers. The offers after the cursor (offer_answers_folded,
@@ -162,7 +169,7 @@ ON CONFLICT (id) DO UPDATE
 # complete). Each answer by dispatch_offer_answer (one rule); one still `pending` then was overtaken
 # (the job changed before the silence ran out) and is passed over, as the counts always did.
 # A lost race counts in `accepts` (a yes) and in `lost_races`, never in last_accept_at.
-# `expected` reads each offer with the market's curve standing now (dispatch_market_curve).
+# `expected` reads each offer with its area's curve standing now (dispatch_market_curve).
 class CurveParams(HistoryParams):
     """The market's curve's parameters (dispatch_market_curve) and the answers' (silence,
     settling, decay)."""
@@ -189,9 +196,6 @@ WITH cursor AS (
                     dispatch_uuid7_floor(now() - make_interval(secs => %(history_s)s))) AS after
       FROM offer_answers_folded f
        FOR UPDATE
-), curve AS (
-    SELECT * FROM dispatch_market_curve(%(half_m)s::float8, %(door)s::float8,
-                                        %(min_answers)s::integer)
 ), r AS (
     SELECT o.id, o.job_id, o.job_version, o.worker_id, o.distance_m, o.created_at
       FROM job_offers o
@@ -200,21 +204,24 @@ WITH cursor AS (
      ORDER BY o.id
      LIMIT %(batch)s
 ), answered AS (
-    SELECT r.worker_id, r.distance_m, r.created_at, a.answer, a.ending, a.seconds,
+    SELECT r.worker_id, r.distance_m, r.created_at, j.area, a.answer, a.ending, a.seconds,
            dispatch_decayed(1, r.created_at, now(), %(history_s)s) AS weight,
            1 / (1 + (r.distance_m / curve.half_m) ^ 2) AS near
       FROM r
-     CROSS JOIN curve
+     CROSS JOIN LATERAL (SELECT dispatch_market_area(j.lat, j.lng) AS area FROM jobs j
+                          WHERE j.id = r.job_id LIMIT 1) j
+     CROSS JOIN LATERAL dispatch_market_curve(j.area, %(half_m)s::float8, %(door)s::float8,
+                                              %(min_answers)s::integer) curve
      CROSS JOIN LATERAL dispatch_offer_answer(r.job_id, r.job_version, r.worker_id,
                                               r.created_at, %(silence_s)s::float8) a
      WHERE a.answer <> 'pending'
 ), bands AS (
-    INSERT INTO offer_market_bands AS b (band, offers, accepts, as_of)
-    SELECT floor(distance_m / %(band_m)s)::int, sum(weight),
+    INSERT INTO offer_market_bands AS b (area, band, offers, accepts, as_of)
+    SELECT area, floor(distance_m / %(band_m)s)::int, sum(weight),
            coalesce(sum(weight) FILTER (WHERE answer IN ('accept', 'lost_race')), 0), now()
       FROM answered
-     GROUP BY 1
-        ON CONFLICT (band) DO UPDATE
+     GROUP BY 1, 2
+        ON CONFLICT (area, band) DO UPDATE
        SET offers = dispatch_decayed(b.offers, b.as_of, now(), %(history_s)s) + excluded.offers,
            accepts = dispatch_decayed(b.accepts, b.as_of, now(), %(history_s)s)
                      + excluded.accepts,
@@ -274,10 +281,10 @@ SELECT count(*) AS folded FROM r
 # since (after the fold's cursor: the last few minutes, the latest %(recent)s at most) read
 # live, so that a "no" counts at once. When the answers add up to more than %(recent)s, every
 # count is scaled to %(recent)s (a worker's record weighs like their latest %(recent)s offers,
-# so that the prior keeps its weight against it). The market's curve reads them
-# (dispatch_market_curve). An accept that ended in job.released or job.reopened (the lease ran
-# out) is counted too. A lost race is a yes (in `accepts`, and in `lost_races` so that holds
-# leaves it out), never a job taken (not in since_accept_s).
+# so that the prior keeps its weight against it). The curve of the job's area reads them
+# (dispatch_market_curve, dispatch_market_area). An accept that ended in job.released or
+# job.reopened (the lease ran out) is counted too. A lost race is a yes (in `accepts`, and in
+# `lost_races` so that holds leaves it out), never a job taken (not in since_accept_s).
 # `expected` is how many yeses their offers' distances alone would predict (1 / (1 + (d /
 # half)^2) each), so that a worker offered far jobs is not taken for a worker who says no.
 # `round_declines`: the declines this job already had in this round. `since_offer_s`: since
@@ -311,8 +318,11 @@ class LikelyCandidate(TypedDict):
 
 LIKELY_CANDIDATES: Query[LikelyParams, LikelyCandidate] = Query("""
 WITH curve AS (
-    SELECT * FROM dispatch_market_curve(%(half_m)s::float8, %(door)s::float8,
-                                        %(min_answers)s::integer)
+    SELECT c.* FROM jobs j
+     CROSS JOIN LATERAL dispatch_market_curve(dispatch_market_area(j.lat, j.lng),
+                                              %(half_m)s::float8, %(door)s::float8,
+                                              %(min_answers)s::integer) c
+     WHERE j.id = %(job_id)s
 ), folded AS (
     SELECT greatest(f.last_offer_id,
                     dispatch_uuid7_floor(now() - make_interval(secs => %(history_s)s))) AS after,
