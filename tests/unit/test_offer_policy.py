@@ -61,7 +61,8 @@ def test_a_lost_race_is_a_yes_but_neither_a_hold_nor_a_failure_to_hold() -> None
     `lost_races`, which holds leaves out: it reads the jobs they took."""
 
     def holds(c: Candidate) -> float:
-        why = judge(c, KNOBS, None, 0)  # never took a job: idle the whole history (x 1.2)
+        # Never took a job: idle the whole history (x 1.2); the floor's weight aside.
+        why = judge(c, replace(KNOBS, floor_weight=0.0), None, 0)
         return float(why["score"]) / (float(why["soon"]) * (1 + KNOBS.idle_weight))
 
     took_two = Candidate("took", 500, offers=2, accepts=2, releases=1, expected=1.8, answer_s=10)
