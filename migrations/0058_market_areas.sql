@@ -66,13 +66,15 @@ GRANT SELECT, INSERT, UPDATE ON offer_market_bands TO dispatch_app;
 -- once fit on at least p_min_answers answers; else the deployment's (area -1), once it is;
 -- else the configured p_half_m and p_door. Always one row, and planned as one (0054); the
 -- area's row and the deployment's are two probes of offer_market's primary key. p_area null
--- (no such job): the deployment's, else the configured.
+-- (no such job): the deployment's, else the configured. `stands`: whether a fit curve was
+-- found (until one is, the market is cold: a `likely` wave is no wider than the seed's).
 DROP FUNCTION dispatch_market_curve(double precision, double precision, integer);
 CREATE FUNCTION dispatch_market_curve(
     p_area integer, p_half_m double precision, p_door double precision, p_min_answers integer
-) RETURNS TABLE (half_m double precision, door double precision)
+) RETURNS TABLE (half_m double precision, door double precision, stands boolean)
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 1 AS $$
-SELECT coalesce(m.half_distance_m, p_half_m), coalesce(m.door, p_door)
+SELECT coalesce(m.half_distance_m, p_half_m), coalesce(m.door, p_door),
+       m.half_distance_m IS NOT NULL
   FROM (SELECT) one
   LEFT JOIN LATERAL (SELECT m.half_distance_m, m.door FROM offer_market m
                       WHERE m.area IN (p_area, -1) AND m.answers >= p_min_answers

@@ -156,7 +156,11 @@ CREATE TYPE public.dispatch_offer_reason_document AS (
 	soon double precision,
 	score double precision,
 	market_door double precision,
-	half_distance_m double precision
+	half_distance_m double precision,
+	lost_races integer,
+	since_offer_s integer,
+	left_out boolean,
+	market_stands boolean
 );
 
 
@@ -641,10 +645,11 @@ $$;
 -- Name: dispatch_market_curve(integer, double precision, double precision, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.dispatch_market_curve(p_area integer, p_half_m double precision, p_door double precision, p_min_answers integer) RETURNS TABLE(half_m double precision, door double precision)
+CREATE FUNCTION public.dispatch_market_curve(p_area integer, p_half_m double precision, p_door double precision, p_min_answers integer) RETURNS TABLE(half_m double precision, door double precision, stands boolean)
     LANGUAGE sql STABLE ROWS 1 PARALLEL SAFE
     AS $$
-SELECT coalesce(m.half_distance_m, p_half_m), coalesce(m.door, p_door)
+SELECT coalesce(m.half_distance_m, p_half_m), coalesce(m.door, p_door),
+       m.half_distance_m IS NOT NULL
   FROM (SELECT) one
   LEFT JOIN LATERAL (SELECT m.half_distance_m, m.door FROM offer_market m
                       WHERE m.area IN (p_area, -1) AND m.answers >= p_min_answers

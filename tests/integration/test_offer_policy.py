@@ -322,3 +322,35 @@ def test_each_area_fits_its_own_curve_and_its_waves_read_it(
     for at in (COMPACT, QUIET):
         why = why_of_next_offer(conn, waves, cache, at)
         assert (why["half_distance_m"], why["market_door"]) == (2500, 0.6), at
+
+
+def test_a_cold_markets_wave_is_no_wider_than_the_seeds_until_its_curve_stands(
+    conn: db.Connection, waves: Waves, configure: Configure, cache: "locations.Client"
+) -> None:
+    """Ten workers 4 km away, none with a record, and a first wave of 2: with no curve on
+    record (a new deployment) `likely` offers 2, as the seed's wave would, nearest first; once
+    the job's area has a curve standing, the same supply gets a wave sized to the target (up
+    to the cap of 4). Each offer's `why` says which it was, and that everyone was left out."""
+    likely(configure, "2@5000,10@8000")
+    for n in range(10):
+        place(conn, f"w{n}", 4000 + 10 * n, bearing=36 * n)
+    job_id, created = open_job(conn)
+    waves.run(conn, first_wave(created))
+    assert offered_in(conn, job_id, 1) == ["w0", "w1"]
+    whys = [e.data["why"] for e in waves.put if e.type == "offer.created"]
+    assert {(w["market_stands"], w["left_out"], w["since_offer_s"]) for w in whys} == {
+        (False, True, None)
+    }
+    conn.execute(
+        "INSERT INTO offer_market (area, door, half_distance_m, answers)"
+        " VALUES (dispatch_market_area(%s, %s), 0.6, 2500, 500)",
+        HERE,
+    )
+    waves.put.clear()
+    job_id, created = open_job(conn)
+    waves.run(conn, first_wave(created))
+    assert len(offered_in(conn, job_id, 1)) == 4
+    whys = [e.data["why"] for e in waves.put if e.type == "offer.created"]
+    assert all(w["market_stands"] for w in whys)
+    # w0 and w1 were offered a moment ago: the floor ranks the eight left out first.
+    assert not {"w0", "w1"} & set(offered_in(conn, job_id, 1))

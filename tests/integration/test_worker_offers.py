@@ -116,7 +116,7 @@ def test_declines_at_the_same_instant_hurry_the_next_wave_which_runs_once(
     round (the last decline to commit sees every other), and runs once whatever number of
     messages ask for it (offer_waves)."""
     for round_ in range(5):
-        conn.execute("TRUNCATE job_offers, offer_waves, job_declines, offer_events")
+        conn.execute("TRUNCATE job_races_lost, job_offers, offer_waves, job_declines, offer_events")
         locations.forget_everyone()  # the last round's decliners
         for n in range(3):
             place(conn, f"decliner-{round_}-{n}", 500 + n * 100)

@@ -58,6 +58,13 @@ class OfferReason(Model):
     # door, and the distance at which it halves
     market_door: float | None = None
     half_distance_m: float | None = None
+    # issue 38: the accepts that lost the race (counted in `accepts`: a yes), since their last
+    # offer of any job (null: none on record), offered nothing for the floor's period (counted
+    # more), and whether the market's curve stood (false: the configured one, a cold market)
+    lost_races: int | None = None
+    since_offer_s: int | None = None
+    left_out: bool | None = None
+    market_stands: bool | None = None
 
 
 class OfferCreatedData(Model):

@@ -111,8 +111,8 @@ class Knobs:
     max_size: int = 4
     floor_s: float = 1800
     floor_weight: float = 1.0
-    # Whether the market's curve stands on enough answers (dispatch.offers.market); until it
-    # does, a wave offers no more workers than the seed's wave would.
+    # Whether the market's curve stands on enough answers (dispatch_market_curve's `stands`,
+    # read per wave); until it does, a wave offers no more workers than the seed's would.
     market_stands: bool = True
 
     @classmethod
@@ -189,6 +189,8 @@ def judge(
         "score": round(score, 4),
         "market_door": round(knobs.prior_accept, 4),
         "half_distance_m": round(knobs.half_distance_m, 1),
+        "lost_races": round(c.lost_races),
+        "market_stands": knobs.market_stands,
     }
 
 
@@ -243,7 +245,10 @@ def make_offers(conn: Connection, params: sql.MakeOffersParams) -> int:
         return 0
     # The market's curve as the statement read it (dispatch.offers.market), or the configured.
     knobs = replace(
-        knobs, half_distance_m=rows[0]["market_half_m"], prior_accept=rows[0]["market_door"]
+        knobs,
+        half_distance_m=rows[0]["market_half_m"],
+        prior_accept=rows[0]["market_door"],
+        market_stands=rows[0]["market_stands"],
     )
     candidates = [candidate(row) for row in rows]
     min_rating = params["min_rating"]

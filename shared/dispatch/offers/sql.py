@@ -313,6 +313,7 @@ class LikelyCandidate(TypedDict):
     since_offer_s: float | None
     market_half_m: float
     market_door: float
+    market_stands: bool
     round_declines: int
 
 
@@ -345,7 +346,7 @@ SELECT q.worker_id, q.distance_m, q.rating,
        h.answer_s_sum / nullif(h.answer_s_count, 0) AS answer_s,
        extract(epoch FROM now() - h.last_accept_at)::float8 AS since_accept_s,
        extract(epoch FROM now() - last_offer.created_at)::float8 AS since_offer_s,
-       curve.half_m AS market_half_m, curve.door AS market_door,
+       curve.half_m AS market_half_m, curve.door AS market_door, curve.stands AS market_stands,
        (SELECT count(*) FROM job_offers o JOIN job_declines d USING (job_id, worker_id)
          WHERE o.job_id = %(job_id)s AND o.job_version = %(version)s) AS round_declines
   FROM qualified q
