@@ -10,7 +10,8 @@ sim/scenarios/eval/CITY.toml --only nearest --seed SEED --reporting MODE` writes
 `interval1` and `interval2` are today's reporting run twice on the same world (the simulator
 is not deterministic in wall time: their difference is the run-to-run spread), `rule` the
 rule once. Every seed's jobs of a city are pooled per label; the rule holds quality on a city
-when its pooled fill and p90 time to accept both lie within the two interval runs'.
+when its pooled fill is no lower than the lower of the two interval runs' and its p90 time to
+accept no longer than the longer (`verdict`).
 """
 
 import json
@@ -82,16 +83,15 @@ def pooled(seeds: dict[int, Path]) -> dict[str, Any]:
     }
 
 
-def within(value: float, spread: list[float]) -> bool:
-    return min(spread) <= value <= max(spread)
-
-
 def verdict(by_label: dict[str, dict[str, Any]]) -> dict[str, bool]:
-    """Whether the rule's pooled fill and p90 lie within today's two runs'."""
+    """Whether quality held under the rule: its pooled fill no lower than the lower of today's
+    two runs', its p90 no longer than the longer. Better than both is holding too: the issue's
+    "within the run-to-run spread" is read as "no worse than today's own variation"."""
     rule = by_label["rule"]
+    today = [by_label[label] for label in SPREAD]
     return {
-        measure: within(rule[measure], [by_label[label][measure] for label in SPREAD])
-        for measure in ("fill_rate", "p90")
+        "fill_rate": rule["fill_rate"] >= min(k["fill_rate"] for k in today),
+        "p90": rule["p90"] <= max(k["p90"] for k in today),
     }
 
 
@@ -147,7 +147,7 @@ def markdown(found: Runs) -> str:
         " behind p99 (s) | AWS per 1,000 filled |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    held = ["", "| city | rule's fill within today's spread | rule's p90 within it |",
+    held = ["", "| city | rule's fill no lower than today's runs' | rule's p90 no longer |",
             "| --- | --- | --- |"]  # fmt: skip
     for city, by_label in pools.items():
         for label, k in by_label.items():

@@ -76,7 +76,8 @@ def test_the_evaluation_pairs_runs_job_by_job_and_holds_the_rule_to_todays_sprea
 
     today = {"interval1": pool(0.80, 50), "interval2": pool(0.82, 48)}
     assert verdict(today | {"rule": pool(0.81, 50)}) == {"fill_rate": True, "p90": True}
-    assert verdict(today | {"rule": pool(0.83, 47)}) == {"fill_rate": False, "p90": False}
+    assert verdict(today | {"rule": pool(0.83, 47)}) == {"fill_rate": True, "p90": True}  # better
+    assert verdict(today | {"rule": pool(0.799, 50.5)}) == {"fill_rate": False, "p90": False}
 
 
 def test_the_idle_walk_is_the_same_however_often_the_city_looks() -> None:
