@@ -21,16 +21,25 @@ CREATE TABLE job_races_lost (
         REFERENCES job_offers (job_id, worker_id)
 );
 
+-- Whether the worker lost the race for the job: they held an offer of it, and the round of that
+-- offer was won by another worker (the job's next version after the offer's is job.assigned to
+-- someone else). One rule, for the guard below and for the accept's failure path's record
+-- (jobs.sql RECORD_LOST_RACE). Two probes of primary keys.
+CREATE FUNCTION dispatch_lost_race(p_job_id uuid, p_worker_id text) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+SELECT EXISTS (SELECT 1 FROM job_offers o
+                 JOIN job_events won ON won.job_id = o.job_id AND won.version = o.job_version + 1
+                WHERE o.job_id = p_job_id AND o.worker_id = p_worker_id
+                  AND won.type = 'job.assigned'
+                  AND won.data ->> 'assignee_id' IS DISTINCT FROM p_worker_id)
+$$;
+
 -- (With no offer at all, the foreign key refuses the row, by its own name.)
 CREATE FUNCTION job_races_lost_only_when_taken() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM 1 FROM job_offers o
-    LEFT JOIN job_events e ON e.job_id = o.job_id AND e.version = o.job_version + 1
-   WHERE o.job_id = NEW.job_id AND o.worker_id = NEW.worker_id
-     AND (e.type IS DISTINCT FROM 'job.assigned'
-          OR e.data ->> 'assignee_id' IS NOT DISTINCT FROM NEW.worker_id);
-  IF FOUND THEN
+  PERFORM 1 FROM job_offers o WHERE o.job_id = NEW.job_id AND o.worker_id = NEW.worker_id;
+  IF FOUND AND NOT dispatch_lost_race(NEW.job_id, NEW.worker_id) THEN
     RAISE EXCEPTION 'worker % lost no race for job %: its offer''s round was not won by another',
           NEW.worker_id, NEW.job_id
       USING ERRCODE = 'check_violation', CONSTRAINT = 'job_races_lost_only_when_taken';

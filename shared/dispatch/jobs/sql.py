@@ -144,8 +144,8 @@ SELECT j.status, j.assignee_id,
 
 # A lost race is a yes (migration 0057), written on the accept's failure path only, once the
 # refusal is JOB_TAKEN: the loser is recorded (job_races_lost, one row per job and worker: a
-# second tap or a retry writes nothing new) when they held an offer of the round that was won,
-# its job's next version after the offer's being job.assigned to another worker. Anyone else
+# second tap or a retry writes nothing new) when they lost the race (dispatch_lost_race: they
+# held an offer of the round another worker won, one rule with the table's guard). Anyone else
 # (no offer, or an offer of a round nobody won) writes nothing; the database refuses them
 # anyway (job_races_lost_held_an_offer, job_races_lost_only_when_taken). The winner's path
 # (ACCEPT_JOB) writes nothing here.
@@ -156,11 +156,8 @@ class LostRaceParams(TypedDict):
 
 RECORD_LOST_RACE: Query[LostRaceParams, None] = Query("""
 INSERT INTO job_races_lost (job_id, worker_id)
-SELECT o.job_id, o.worker_id
-  FROM job_offers o
-  JOIN job_events won ON won.job_id = o.job_id AND won.version = o.job_version + 1
- WHERE o.job_id = %(job_id)s AND o.worker_id = %(worker_id)s
-   AND won.type = 'job.assigned' AND won.data ->> 'assignee_id' <> %(worker_id)s
+SELECT %(job_id)s, %(worker_id)s
+ WHERE dispatch_lost_race(%(job_id)s::uuid, %(worker_id)s::text)
     ON CONFLICT DO NOTHING
 """)
 
