@@ -43,5 +43,9 @@ def test_losing_costs_more_but_stays_small(api: Api) -> None:
         lambda: replies.append(api.call("POST", f"/jobs/{job['id']}/accept", worker(2), {}))
     )
     assert replies[0].code == "JOB_TAKEN"
-    # The same first round trip, one read to name the cause, one to store the 409.
-    assert wire.round_trips == 3, wire
+    # The same first round trip, one read to name the cause, one to record the lost race (a yes:
+    # written when the loser held an offer of the round; here none, so it writes nothing), one
+    # to store the 409.
+    assert wire.round_trips == 4, wire
+    assert [s.split()[0].upper() for s in wire.statements[1:3]] == ["SELECT", "INSERT"]
+    assert "INSERT INTO job_races_lost" in wire.statements[2], wire.statements
