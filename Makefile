@@ -151,7 +151,7 @@ EVAL_RUNS := $(foreach seed,$(EVAL_SEEDS),$(foreach city,$(EVAL_CITIES),sim/runs
 evaluate-policy: $(STAMP)
 	rm -f $(EVAL_RUNS)
 	$(MAKE) --no-print-directory -j$(EVAL_LANES) $(EVAL_RUNS)
-	$(BIN)/python -m sim.evaluate sim/runs/eval
+	$(BIN)/python -m sim.evaluate sim/runs/eval --docs docs/simulation.md
 
 # One evaluation run: sim/runs/eval/CITY-SEED/report.md (CITY_cold: the city with no past).
 sim/runs/eval/%/report.md:

@@ -1,7 +1,9 @@
-"""The offer policy evaluation (issue 24): `nearest` against `likely` on three cities and
-several seeds, from the runs' own files, with the bill per 1,000 filled jobs.
+"""The offer policy evaluation (issues 24 and 38): `nearest` against `likely` on three cities,
+each with a record of answers and on its first day (`CITY_cold`), several seeds, from the
+runs' own files, with the bill per 1,000 filled jobs and the default decided by the rule fixed
+before the runs (`decide`).
 
-    python -m sim.evaluate sim/runs/eval          (after the runs: docs/simulation.md)
+    python -m sim.evaluate sim/runs/eval [--docs docs/simulation.md]   (after the runs)
 
 Each run is `sim/runs/eval/CITY-SEED/` as `dispatch simulate sim/scenarios/eval/CITY.toml
 --seed SEED --out ...` writes it. A city is won on a seed when `likely` has a fill rate not
@@ -9,6 +11,7 @@ lower, a time to accept p90 at most 0.8x, offers and lost races per filled job n
 and both runs 0 5xx and 0 invariant violations.
 """
 
+import argparse
 import json
 import math
 import re
@@ -381,11 +384,44 @@ def markdown(
     return "\n".join(lines + summary + together + paired + later + bill + ending) + "\n"
 
 
+DOCS_HEADING = "#### The latest evaluation (written by `make evaluate-policy`)"
+
+
+def write_docs(text: str, seeds: list[int], docs: Path) -> None:
+    """The evaluation's tables into `docs` (docs/simulation.md) under DOCS_HEADING, in place of
+    what was there (up to the next heading of any level), or at the end when it is not there
+    yet: the table in the docs is the one the last `make evaluate-policy` wrote."""
+    body = [
+        DOCS_HEADING,
+        "",
+        f"Seeds {', '.join(str(seed) for seed in seeds)}; from `sim/runs/eval/evaluation.md`.",
+        "",
+        *text.rstrip("\n").splitlines(),
+        "",
+    ]
+    lines = docs.read_text().splitlines()
+    if DOCS_HEADING in lines:
+        start = lines.index(DOCS_HEADING)
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines)
+        )
+    else:
+        start = end = len(lines)
+    docs.write_text("\n".join([*lines[:start], *body, *lines[end:]]) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
-    folder = Path((argv or sys.argv[1:] or ["sim/runs/eval"])[0])
-    found = runs(folder)
-    text = markdown(found, {city: pooled(folder, city, seeds) for city, seeds in found.items()})
-    (folder / "evaluation.md").write_text(text)
+    parser = argparse.ArgumentParser(prog="python -m sim.evaluate", description=__doc__)
+    parser.add_argument("folder", type=Path, nargs="?", default=Path("sim/runs/eval"))
+    parser.add_argument("--docs", type=Path, help="also write the tables into this file")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    found = runs(args.folder)
+    pools = {city: pooled(args.folder, city, seeds) for city, seeds in found.items()}
+    text = markdown(found, pools)
+    (args.folder / "evaluation.md").write_text(text)
+    if args.docs is not None:
+        seeds = sorted({seed for by_seed in found.values() for seed in by_seed})
+        write_docs(text, seeds, args.docs)
     print(text)
 
 

@@ -153,3 +153,22 @@ def test_the_default_is_decided_by_the_rule_fixed_before_the_runs() -> None:
         "decision: nearest stays the default (likely misses: evening_cold offers)"
     )
     assert decision({}).startswith("decision: nearest stays")
+
+
+def test_the_evaluation_writes_its_tables_into_the_docs_in_place(tmp_path: Path) -> None:
+    from sim.evaluate import DOCS_HEADING, write_docs
+
+    docs = tmp_path / "simulation.md"
+    docs.write_text(f"# City\n\n## Policy\n\n{DOCS_HEADING}\n\nold table\n\n### After\n\nkept\n")
+    write_docs("| a | b |\n\ndecision: nearest stays the default (x)\n", [102, 103], docs)
+    assert docs.read_text() == (
+        f"# City\n\n## Policy\n\n{DOCS_HEADING}\n\nSeeds 102, 103; from"
+        " `sim/runs/eval/evaluation.md`.\n\n| a | b |\n\ndecision: nearest stays the default"
+        " (x)\n\n### After\n\nkept\n"
+    )
+    write_docs("| c |\n", [104], docs)  # again: replaced, not added
+    assert docs.read_text().count(DOCS_HEADING) == 1 and "| a | b |" not in docs.read_text()
+    fresh = tmp_path / "fresh.md"
+    fresh.write_text("# City\n")
+    write_docs("| c |\n", [104], fresh)
+    assert fresh.read_text().startswith(f"# City\n{DOCS_HEADING}\n")
