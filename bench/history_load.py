@@ -308,7 +308,22 @@ SELECT p.business_id, 'post-' || p.id, md5(p.id::text), 201, '{}', p.created_at
 # a plan made while the planner believed the table empty scans it for every row it checks.
 STATISTICS = "ANALYZE jobs, photos"
 BEFORE_TAKEN = (PLAN, JOBS_OPEN, STATISTICS, OFFERS, APPLICATIONS, UNFILLED, PHOTOS, STATISTICS)
-AFTER_TAKEN = (FINAL_SQL, EVENTS, KEYS)
+# Round 1's losers: a share of the offered who did not decline tapped Accept a few seconds after
+# the holder won it (job_races_lost_only_when_taken: the round's next version is job.assigned
+# to another), as the accept's failure path records them.
+LOST_RACES = """
+INSERT INTO job_races_lost (job_id, worker_id, lost_at)
+SELECT o.job_id, o.worker_id, won.occurred_at + interval '3 seconds'
+  FROM plan p
+  JOIN job_offers o ON o.job_id = p.id AND o.job_version = 1
+  JOIN job_events won ON won.job_id = p.id AND won.version = 2 AND won.type = 'job.assigned'
+ WHERE NOT p.choice AND won.data ->> 'assignee_id' <> o.worker_id
+   AND NOT EXISTS (SELECT 1 FROM job_declines d
+                    WHERE d.job_id = o.job_id AND d.worker_id = o.worker_id)
+   AND random() < 0.2
+"""
+
+AFTER_TAKEN = (FINAL_SQL, EVENTS, LOST_RACES, KEYS)
 
 # The current state, the same with or without history (its leases and deadlines hold for hours,
 # so it stays the same while a long run measures): jobs posted in the last hours, open
