@@ -56,10 +56,11 @@ class OfferPolicySettings(Group):
         200, gt=0, validation_alias="DISPATCH_OFFER_MARKET_MIN_ANSWERS"
     )
     # Fairness with a floor: a qualified worker offered nothing for `floor` seconds (or ever)
-    # counts this much more (1: double), so that the best records do not take every offer of a
-    # shift while others within reach wait unasked; once offered, they count as everyone does.
+    # counts this much more (0.5: one and a half times), so that the best records do not take
+    # every offer of a shift while others within reach wait unasked; once offered, they count
+    # as everyone does. 0.5 was measured against 0.25, 0.6 and 1 (docs/simulation.md, issue 38).
     offer_floor_seconds: int = Field(1800, gt=0, validation_alias="DISPATCH_OFFER_FLOOR_SECONDS")
-    offer_floor_weight: float = Field(1.0, ge=0, validation_alias="DISPATCH_OFFER_FLOOR_WEIGHT")
+    offer_floor_weight: float = Field(0.5, ge=0, validation_alias="DISPATCH_OFFER_FLOOR_WEIGHT")
     # A rating one star above what the job asks (or above 4.0, a new worker's) counts this much
     # more.
     offer_rating_weight: float = Field(0.05, ge=0, validation_alias="DISPATCH_OFFER_RATING_WEIGHT")

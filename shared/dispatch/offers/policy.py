@@ -110,7 +110,7 @@ class Knobs:
     min_size: int = 1
     max_size: int = 4
     floor_s: float = 1800
-    floor_weight: float = 1.0
+    floor_weight: float = 0.5
     # Whether the market's curve stands on enough answers (dispatch_market_curve's `stands`,
     # read per wave); until it does, a wave offers no more workers than the seed's would.
     market_stands: bool = True
