@@ -35,10 +35,14 @@ curve stands on enough answers. For each of the nearest `offer_pool` qualified w
     holds    = (taken - releases - leases run out + 1) / (taken + 1)
                                                              taken: accepts less lost races
     score    = soon * holds * (1 + idle_weight * idle share) * (1 + rating_weight * margin)
+               * (1 + floor_weight if offered nothing for `floor_s`, or ever)
+                                                             the floor: no one left out a shift
 
 The wave offers to the best scores (the likeliest to say yes soon first), as few as make
 "someone says yes before the next wave" at least `offer_target` likely (1 - prod(1 - chance)),
-at least `offer_min_size`, at most the larger of `offer_max_size` and the wave's own size:
+at least `offer_min_size`, at most the larger of `offer_max_size` and the wave's own size
+(the wave's own size alone while the market's curve does not stand: a cold market's wave is
+no wider than the seed's):
 wide where supply is thin or far, narrow
 where a few near, keen workers would only race each other. It looks as far as the wave
 `offer_reach_waves` later reaches (`reach_m`), so that a job with nobody near is offered at
