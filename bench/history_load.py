@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from dispatch import db
 from dispatch.offers import market
+from dispatch_local.past import UUID7_AT
 
 JOBS_PER_DAY = 50_000
 VERSION = 2  # of what the loader writes: a history database of another version is loaded anew
@@ -67,13 +68,6 @@ FINAL = {
     "expired": "expired",
 }
 
-# A UUIDv7 of a given time (dispatch_uuid7 reads the clock): for rows written in the past.
-UUID7_AT = """
-CREATE OR REPLACE FUNCTION pg_temp.uuid7_at(t timestamptz) RETURNS uuid LANGUAGE sql AS $$
-  SELECT encode(int8send((floor(extract(epoch FROM t) * 1000)::bigint << 16)
-                         | x'7000'::int | floor(random() * 4096)::int)
-                || substring(uuid_send(gen_random_uuid()) FROM 9), 'hex')::uuid
-$$"""
 
 WORKERS_SQL = """
 INSERT INTO workers (id, skills, created_at, updated_at)

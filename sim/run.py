@@ -20,6 +20,7 @@ import redis
 
 from dispatch.config.offer_policy import OfferPolicySettings
 from dispatch.observability import logger
+from dispatch_local.past import UUID7_AT
 from sim import choosing, push
 from sim.scenario import Dispatch, Scenario
 from sim.state import fate, job_row, percentiles
@@ -77,6 +78,10 @@ def scaled_environment(scenario: Scenario, dispatch: Dispatch) -> dict[str, str]
         "DISPATCH_OFFER_WAVE_INTERVAL_SECONDS": seconds(dispatch.wave_interval_seconds, 0),
         "DISPATCH_OFFER_NEXT_WAVE_ON_DECLINES": str(dispatch.next_wave_on_declines).lower(),
         "DISPATCH_LEASE_SECONDS": seconds(dispatch.lease_seconds),
+        # The sweeper's period as the city runs it: the market's fold waits for an offer to
+        # settle (a lease and two periods), and a product that took the period for a minute of
+        # wall time would fold nothing in a 40-minute run at 16x, its curve never standing.
+        "DISPATCH_SWEEP_INTERVAL_SECONDS": seconds(dispatch.sweep_seconds),
         "DISPATCH_LOCATION_FRESH_SECONDS": seconds(
             dispatch.location_fresh_seconds
             or (FRESH_BY_INTERVAL if scenario.workers.reporting == "interval" else FRESH_BY_RULE)
@@ -186,8 +191,12 @@ WRITE_PAST_OFFERS: list[str] = [
                          updated_at)
        SELECT job_id, 'biz-past', lat, lng, offered_at, offered_at + interval '1 hour',
               offered_at, offered_at FROM past""",
-    """INSERT INTO job_offers (job_id, worker_id, job_version, wave, distance_m, created_at)
-       SELECT job_id, worker_id, 1, 1, distance_m, offered_at FROM past""",
+    UUID7_AT,
+    # Each offer's id of its own time (uuid v7, as the product's would be): the sweeper's fold
+    # takes offers by id, so that a market with a past has it folded at its first pass.
+    """INSERT INTO job_offers (id, job_id, worker_id, job_version, wave, distance_m, created_at)
+       SELECT pg_temp.uuid7_at(offered_at), job_id, worker_id, 1, 1, distance_m, offered_at
+         FROM past""",
     """INSERT INTO job_declines (job_id, worker_id, declined_at)
        SELECT job_id, worker_id, offered_at + make_interval(secs => answer_s)
          FROM past WHERE answer = 'decline'""",

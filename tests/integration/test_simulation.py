@@ -231,16 +231,21 @@ def test_workers_arrive_with_a_record_of_answered_offers(
     """`workers.prior_offers`: the run writes each worker's answered offers (past jobs, their
     offers, declines and events) before the first request, through the database's own guards
     (job_offers_only_while_open, contiguous versions); the `likely` policy reads them, the
-    relay never sends them again, and the history checker holds the run clean."""
+    relay never sends them again, and the history checker holds the run clean. The sweeper's
+    first pass folds them (each offer's id of its own time, the product's sweep period the
+    city's), so that every wave reads the market's own curve, as a running market's would."""
     city = scenario(
         speed=60,  # as above: the records read, not the pace
         workers__prior_offers={"low": 4, "high": 8},
         dispatch__offer_policy="likely",
+        dispatch__offer_market_min_answers=50,  # forty workers' past: about 150 decayed
     )
     outcome = simulate(city)
     clean(outcome)
     assert outcome.kpis["fill_rate"] > 0.5, outcome.kpis
     assert outcome.extra["past_jobs"] == len(run.past_offers(city)["job_ids"]) > 0
+    why = [e["data"]["why"] for e in outcome.replay if e.get("type") == "offer.created"]
+    assert why and all(w["market_stands"] for w in why), why
 
 
 def test_a_sample_of_phones_hears_its_offers_over_real_sockets(

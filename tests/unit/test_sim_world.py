@@ -238,3 +238,12 @@ def test_no_past_is_the_same_city_on_its_first_day() -> None:
     }
     assert {**cold.model_dump(), "workers": None} == {**known.model_dump(), "workers": None}
     assert plan_workers(cold) == plan_workers(known)
+
+
+def test_the_products_sweep_period_is_the_citys() -> None:
+    """The product reads the sweeper's period (the market's fold waits two of them for an offer
+    to settle): at 16x, the city's minute is the product's four seconds."""
+    from sim.run import scaled_environment
+
+    city = tiny(speed=16, dispatch__sweep_seconds=60)
+    assert scaled_environment(city, city.dispatch)["DISPATCH_SWEEP_INTERVAL_SECONDS"] == "4"
