@@ -160,7 +160,8 @@ CREATE TYPE public.dispatch_offer_reason_document AS (
 	lost_races integer,
 	since_offer_s integer,
 	left_out boolean,
-	market_stands boolean
+	market_stands boolean,
+	seat boolean
 );
 
 

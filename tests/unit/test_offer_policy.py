@@ -100,17 +100,23 @@ candidates = st.lists(
 )
 
 
-@given(candidates, st.integers(1, 30), st.integers(0, 10), st.booleans())
+@given(candidates, st.integers(1, 30), st.integers(0, 10), st.booleans(), st.integers(0, 2))
 def test_a_wave_is_within_its_bounds_and_best_first(
-    pool: list[Candidate], wave_size: int, round_declines: int, stands: bool
+    pool: list[Candidate], wave_size: int, round_declines: int, stands: bool, seats: int
 ) -> None:
-    knobs = replace(KNOBS, market_stands=stands)
+    knobs = replace(KNOBS, market_stands=stands, floor_seats=seats)
     chosen = choose(pool, knobs, wave_size=wave_size, min_rating=None,
                     round_declines=round_declines)  # fmt: skip
     if pool:
         assert 1 <= len(chosen) <= (max(KNOBS.max_size, wave_size) if stands else wave_size)
     else:
         assert chosen == []
+    assert len({c.worker_id for c in chosen}) == len(chosen)
+    # The floor's seats come last: left out, at most `seats`; the rest best first.
+    seated = [c for c in chosen if c.why["seat"]]
+    assert chosen[len(chosen) - len(seated) :] == seated and len(seated) <= seats
+    assert all(c.why["left_out"] for c in seated)
+    chosen = chosen[: len(chosen) - len(seated)]
     scores = [c.why["score"] for c in chosen]
     assert scores == sorted(scores, reverse=True)
     assert [c.why["rank"] for c in chosen] == list(range(1, len(chosen) + 1))
@@ -161,3 +167,34 @@ def test_until_the_markets_curve_stands_a_wave_is_no_wider_than_the_seeds() -> N
     assert choose(rated, cold, wave_size=1, min_rating=4.0, round_declines=0)[0].worker_id == (
         "high"
     )
+
+
+def test_the_floors_seat_offers_the_worker_left_out_longest_beside_the_likeliest() -> None:
+    """The floor's seat: beside the wave's likeliest (chosen as without it), the candidate left
+    out longest (never offered first, then the longest since their last offer), once left out
+    for `floor_s`: an offer added, never one taken away, and never beyond the wave's size."""
+    keen_and_busy = [replace(keen(n, 300 + 10 * n), since_offer_s=60) for n in range(5)]
+    waiting = [
+        Candidate("an-hour", 2500, since_offer_s=3600),
+        Candidate("never", 3500),
+        Candidate("two-hours", 3000, since_offer_s=7200),
+        Candidate("just-now", 2000, since_offer_s=KNOBS.floor_s - 1),
+    ]
+    seated = replace(KNOBS, floor_weight=0.0, floor_seats=1)
+    pool = keen_and_busy + waiting
+    without = choose(pool, replace(seated, floor_seats=0), wave_size=3, min_rating=None,
+                     round_declines=0)  # fmt: skip
+    with_seat = choose(pool, seated, wave_size=3, min_rating=None, round_declines=0)
+    assert [c.worker_id for c in with_seat] == [c.worker_id for c in without] + ["never"]
+    assert [c.why["seat"] for c in with_seat] == [False] * len(without) + [True]
+    assert with_seat[-1].why["rank"] == len(with_seat)
+    two = choose(pool, replace(seated, floor_seats=2), wave_size=3, min_rating=None,
+                 round_declines=0)  # fmt: skip
+    assert [c.worker_id for c in two][len(without) :] == ["never", "two-hours"]
+    # A full wave has no seat to give; one left out longest already chosen takes none.
+    full = choose(pool, replace(seated, max_size=1), wave_size=1, min_rating=None,
+                  round_declines=0)  # fmt: skip
+    assert [c.worker_id for c in full] == ["keen-0"]
+    first = [replace(keen(9, 250), worker_id="never-keen"), *pool]  # never offered, the best
+    ranked = choose(first, seated, wave_size=3, min_rating=None, round_declines=0)
+    assert ranked[0].worker_id == "never-keen" and not any(c.why["seat"] for c in ranked)

@@ -61,6 +61,11 @@ class OfferPolicySettings(Group):
     # as everyone does. 0.5 was measured against 0.25, 0.6 and 1 (docs/simulation.md, issue 38).
     offer_floor_seconds: int = Field(1800, gt=0, validation_alias="DISPATCH_OFFER_FLOOR_SECONDS")
     offer_floor_weight: float = Field(0.5, ge=0, validation_alias="DISPATCH_OFFER_FLOOR_WEIGHT")
+    # The floor's seats: beside a wave's likeliest, this many of the candidates left out longest
+    # (as above; never offered first) are offered too, within the wave's size. An offer added,
+    # never one taken away. Weight and seat together were measured against each alone and
+    # against two seats (docs/simulation.md, issue 38).
+    offer_floor_seats: int = Field(1, ge=0, validation_alias="DISPATCH_OFFER_FLOOR_SEATS")
     # A rating one star above what the job asks (or above 4.0, a new worker's) counts this much
     # more.
     offer_rating_weight: float = Field(0.05, ge=0, validation_alias="DISPATCH_OFFER_RATING_WEIGHT")

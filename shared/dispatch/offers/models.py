@@ -65,6 +65,8 @@ class OfferReason(Model):
     since_offer_s: int | None = None
     left_out: bool | None = None
     market_stands: bool | None = None
+    # the floor's seat chose them: left out longest, offered beside the likeliest
+    seat: bool | None = None
 
 
 class OfferCreatedData(Model):

@@ -42,12 +42,16 @@ The wave offers to the best scores (the likeliest to say yes soon first), as few
 "someone says yes before the next wave" at least `offer_target` likely (1 - prod(1 - chance)),
 at least `offer_min_size`, at most the larger of `offer_max_size` and the wave's own size
 (the wave's own size alone while the market's curve does not stand: a cold market's wave is
-no wider than the seed's):
-wide where supply is thin or far, narrow
-where a few near, keen workers would only race each other. It looks as far as the wave
-`offer_reach_waves` later reaches (`reach_m`), so that a job with nobody near is offered at
-once to whoever is farther rather than an interval later. Every chosen worker's offer event
-records the inputs that ranked them (`why`), so that "why him and not me?" has an answer.
+no wider than the seed's): wide where supply is thin or far, narrow where a few near, keen
+workers would only race each other. Beside them, the floor's seats (`offer_floor_seats`, 1):
+the candidates left out longest (never offered first, then the longest since their last
+offer), once left out for `floor_s`, are offered too, within the wave's size. An offer
+added, never one taken away: the weight alone bought fairness with the p90 gain, the seat
+buys it with offers, which `likely` sends fewer of (docs/simulation.md, issue 38). It looks
+as far as the wave `offer_reach_waves` later reaches (`reach_m`), so that a job with nobody
+near is offered at once to whoever is farther rather than an interval later. Every chosen
+worker's offer event records the inputs that ranked them (`why`, `seat` true for a seat), so
+that "why him and not me?" has an answer.
 """
 
 import math
@@ -115,6 +119,7 @@ class Knobs:
     max_size: int = 4
     floor_s: float = 1800
     floor_weight: float = 0.5
+    floor_seats: int = 1
     # Whether the market's curve stands on enough answers (dispatch_market_curve's `stands`,
     # read per wave); until it does, a wave offers no more workers than the seed's would.
     market_stands: bool = True
@@ -136,6 +141,7 @@ class Knobs:
             max_size=s.offer_max_size,
             floor_s=s.offer_floor_seconds,
             floor_weight=s.offer_floor_weight,
+            floor_seats=s.offer_floor_seats,
         )
 
 
@@ -218,8 +224,20 @@ def choose(
         if len(chosen) >= knobs.min_size and 1 - nobody >= knobs.target:
             break
         nobody *= 1 - why["chance"]
-        why = {**why, "rank": len(chosen) + 1, "supply": len(candidates)}
+        why = {**why, "rank": len(chosen) + 1, "supply": len(candidates), "seat": False}
         chosen.append(Chosen(c.worker_id, c.distance_m, why))
+    # The floor's seats: beside the likeliest, the candidates left out longest (never offered
+    # first, then the longest since their last offer; the likelier first among equals), once
+    # left out for `floor_s`. An offer added, never one taken away; within the wave's size.
+    offered = {c.worker_id for c in chosen}
+    waiting = sorted(
+        (pair for pair in judged if pair[1]["left_out"]),
+        key=lambda pair: -math.inf if pair[0].since_offer_s is None else -pair[0].since_offer_s,
+    )
+    for c, why in waiting[: knobs.floor_seats]:
+        if len(chosen) < most and c.worker_id not in offered:
+            why = {**why, "rank": len(chosen) + 1, "supply": len(candidates), "seat": True}
+            chosen.append(Chosen(c.worker_id, c.distance_m, why))
     return chosen
 
 
