@@ -58,7 +58,7 @@ class OfferPolicySettings(Group):
     # Fairness with a floor: a qualified worker offered nothing for `floor` seconds (or ever)
     # counts this much more (0.5: one and a half times), so that the best records do not take
     # every offer of a shift while others within reach wait unasked; once offered, they count
-    # as everyone does. 0.5 was measured against 0.25, 0.6 and 1 (docs/simulation.md, issue 38).
+    # as everyone does.
     offer_floor_seconds: int = Field(1800, gt=0, validation_alias="DISPATCH_OFFER_FLOOR_SECONDS")
     offer_floor_weight: float = Field(0.5, ge=0, validation_alias="DISPATCH_OFFER_FLOOR_WEIGHT")
     # The floor's seats: beside a wave's likeliest, this many of the candidates left out longest
