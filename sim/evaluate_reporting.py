@@ -10,8 +10,7 @@ sim/scenarios/eval/CITY.toml --only nearest --seed SEED --reporting MODE` writes
 `interval1` and `interval2` are today's reporting run twice on the same world (the simulator
 is not deterministic in wall time: their difference is the run-to-run spread), `rule` the
 rule once. Every seed's jobs of a city are pooled per label; the rule holds quality on a city
-when its pooled fill is no lower than the lower of the two interval runs' and its p90 time to
-accept no longer than the longer (`verdict`).
+when it stays within today's own run-to-run spread (`verdict`).
 """
 
 import json
@@ -83,15 +82,23 @@ def pooled(seeds: dict[int, Path]) -> dict[str, Any]:
     }
 
 
-def verdict(by_label: dict[str, dict[str, Any]]) -> dict[str, bool]:
-    """Whether quality held under the rule: its pooled fill no lower than the lower of today's
-    two runs', its p90 no longer than the longer. Better than both is holding too: the issue's
-    "within the run-to-run spread" is read as "no worse than today's own variation"."""
+def verdict(by_label: dict[str, dict[str, Any]], flips: int) -> dict[str, bool]:
+    """Whether quality held under the rule: within today's own run-to-run spread, as the
+    issue asks. Today's two runs of the same world disagree on `flips` jobs (filled by one of
+    them only) and their p90s differ by some seconds: that is the spread. The rule's pooled
+    fill may fall below today's lower run by at most those jobs, its p90 exceed today's longer
+    by at most that difference; better than both is holding too.
+
+    Why not "no lower than today's lower run": when the two ways are truly equal, a third run
+    falls below the lower of two about one time in three by chance alone (docs/simulation.md,
+    "Reporting rule", decided before the runs of seeds 108 to 111)."""
     rule = by_label["rule"]
     today = [by_label[label] for label in SPREAD]
+    filled = [round(k["jobs"] * k["fill_rate"]) for k in (rule, *today)]
+    p90s = [k["p90"] for k in today]
     return {
-        "fill_rate": rule["fill_rate"] >= min(k["fill_rate"] for k in today),
-        "p90": rule["p90"] <= max(k["p90"] for k in today),
+        "fill_rate": filled[0] >= min(filled[1:]) - flips,
+        "p90": rule["p90"] <= max(p90s) + abs(p90s[0] - p90s[1]),
     }
 
 
@@ -147,8 +154,10 @@ def markdown(found: Runs) -> str:
         " behind p99 (s) | AWS per 1,000 filled |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    held = ["", "| city | rule's fill no lower than today's runs' | rule's p90 no longer |",
-            "| --- | --- | --- |"]  # fmt: skip
+    held = ["", "Within today's run-to-run spread (`verdict`): the jobs filled, the rule's against"
+            " today's two runs' and the jobs those two disagree on; the p90s:", "",
+            "| city | jobs filled: rule / today's / flips | fill held | p90 (s): rule / today's"
+            " | p90 held |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
     for city, by_label in pools.items():
         for label, k in by_label.items():
             which = ",".join(str(s) for s in k["seeds"])
@@ -159,13 +168,15 @@ def markdown(found: Runs) -> str:
                 f" {k['lag_p99']:.1f} | ${k['bill'].get('total', 0):.3f} |"
             )
         if all(label in by_label for label in LABELS):
-            v = verdict(by_label)
-            fills = ", ".join(f"{100 * by_label[x]['fill_rate']:.1f}%" for x in SPREAD)
-            p90s = ", ".join(f"{by_label[x]['p90']:.0f} s" for x in SPREAD)
+            today = paired(found, city, *SPREAD)
+            flips = today["only_first"] + today["only_second"]
+            v = verdict(by_label, flips)
+            filled = [round(by_label[x]["jobs"] * by_label[x]["fill_rate"]) for x in LABELS]
+            p90s = [f"{by_label[x]['p90']:.0f}" for x in LABELS]
             held.append(
-                f"| {city} | {'yes' if v['fill_rate'] else 'no'}"
-                f" ({100 * by_label['rule']['fill_rate']:.1f}% against {fills}) |"
-                f" {'yes' if v['p90'] else 'no'} ({by_label['rule']['p90']:.0f} s against {p90s}) |"
+                f"| {city} | {filled[2]} / {filled[0]}, {filled[1]} / {flips} |"
+                f" {'yes' if v['fill_rate'] else 'no'} | {p90s[2]} / {p90s[0]}, {p90s[1]} |"
+                f" {'yes' if v['p90'] else 'no'} |"
             )
     pairs = ["", "Job by job (the same jobs in both runs), every seed together: the jobs only one"
              " of the two filled (McNemar's exact p), and the time to accept of the jobs both"

@@ -72,12 +72,17 @@ def test_the_evaluation_pairs_runs_job_by_job_and_holds_the_rule_to_todays_sprea
     assert [t["p50"] for t in k["accept"]] == [12.5, 2.5]  # a 5 and c 20; a 3 and c 2
 
     def pool(fill: float, p90: float) -> dict[str, float]:
-        return {"fill_rate": fill, "p90": p90}
+        return {"jobs": 1000, "fill_rate": fill, "p90": p90}
 
+    # today's runs: 800 and 820 jobs filled, 25 jobs filled by one of them only; p90 50 and 48 s
     today = {"interval1": pool(0.80, 50), "interval2": pool(0.82, 48)}
-    assert verdict(today | {"rule": pool(0.81, 50)}) == {"fill_rate": True, "p90": True}
-    assert verdict(today | {"rule": pool(0.83, 47)}) == {"fill_rate": True, "p90": True}  # better
-    assert verdict(today | {"rule": pool(0.799, 50.5)}) == {"fill_rate": False, "p90": False}
+    assert verdict(today | {"rule": pool(0.81, 50)}, 25) == {"fill_rate": True, "p90": True}
+    assert verdict(today | {"rule": pool(0.83, 47)}, 25) == {"fill_rate": True, "p90": True}
+    # below today's lower run, but by no more than today's own runs disagree: within the spread
+    assert verdict(today | {"rule": pool(0.775, 52)}, 25) == {"fill_rate": True, "p90": True}
+    assert verdict(today | {"rule": pool(0.774, 52.5)}, 25) == {"fill_rate": False, "p90": False}
+    # runs that agree job by job leave no room
+    assert verdict(today | {"rule": pool(0.799, 50)}, 0)["fill_rate"] is False
 
 
 def test_the_idle_walk_is_the_same_however_often_the_city_looks() -> None:
