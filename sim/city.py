@@ -43,6 +43,7 @@ from sim.world import (
     offset,
     plan_arrivals,
     plan_workers,
+    report_clock,
     toward,
     uniform,
 )
@@ -542,9 +543,8 @@ class City:
         return self.scenario.workers.report_seconds if self.rule is None else self.rule.seconds
 
     def first_report(self, worker: Worker) -> float:
-        """When a worker out before the run reports first: a random phase within the period,
-        from a seed of its own."""
-        return random.Random(f"{self.scenario.seed}:phase:{worker.id}").uniform(0, self.period)
+        """When a worker out before the run reports first (`report_clock`)."""
+        return report_clock(self.scenario, worker.id, self.period)
 
     def profiles_known(self) -> None:
         """Workers with a past (scenario `prior_ratings`, written before the run) have their

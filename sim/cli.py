@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " `[workers] reporting`: the rule, on their sockets, or a PUT every report_seconds)",
     )
     parser.add_argument(
+        "--clocks",
+        metavar="NAME",
+        help="another draw of the phones' report clocks (default: the scenario's own"
+        " `[workers] clocks`)",
+    )
+    parser.add_argument(
         "--no-past",
         action="store_true",
         help="a market on its first day: no offers answered before the run (the scenario's"
@@ -83,7 +89,9 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
     changes = {k: v for k, v in given.items() if v is not None}
     raw = scenario.model_dump()
     workers = {
-        k: v for k in ("push_sample", "reporting") if (v := getattr(args, k, None)) is not None
+        k: v
+        for k in ("push_sample", "reporting", "clocks")
+        if (v := getattr(args, k, None)) is not None
     }
     if getattr(args, "no_past", False):
         workers["prior_offers"] = None

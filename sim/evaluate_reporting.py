@@ -7,9 +7,11 @@ every `report_seconds`?
 
 Each run is `sim/runs/reporting/CITY-SEED-LABEL/` as `python -m sim
 sim/scenarios/eval/CITY.toml --only nearest --seed SEED --reporting MODE` writes it: LABEL
-`interval1` and `interval2` are today's reporting run twice on the same world (the simulator
-is not deterministic in wall time: their difference is the run-to-run spread), `rule` the
-rule once. Every seed's jobs of a city are pooled per label; the rule holds quality on a city
+`interval1` and `interval2` are today's reporting run twice on the same world, the second
+with the phones' report clocks drawn again (`--clocks again`): their difference is the
+run-to-run spread, what a change of nothing that matters does to the city, `rule` the rule
+once. (Two runs alike, clocks and all, came to differ by a job or none: the simulator is close
+to deterministic, and that was no spread to hold a change of the world to.) Every seed's jobs of a city are pooled per label; the rule holds quality on a city
 when it stays within today's own run-to-run spread (`verdict`).
 """
 
@@ -91,7 +93,8 @@ def verdict(by_label: dict[str, dict[str, Any]], flips: int) -> dict[str, bool]:
 
     Why not "no lower than today's lower run": when the two ways are truly equal, a third run
     falls below the lower of two about one time in three by chance alone (docs/simulation.md,
-    "Reporting rule", decided before the runs of seeds 108 to 111)."""
+    "Reporting rule": decided before the runs of seeds 108 to 111, and today's second run on
+    other clocks before those of seeds 112 to 115)."""
     rule = by_label["rule"]
     today = [by_label[label] for label in SPREAD]
     filled = [round(k["jobs"] * k["fill_rate"]) for k in (rule, *today)]

@@ -141,6 +141,10 @@ class Workers(Model):
     reporting: Literal["rule", "interval"] = "rule"
     rule: ReportingRule = ReportingRule()
     report_seconds: Positive = 30
+    # The draw of each phone's own clock (when it first reports, within the period): another
+    # name, another set of clocks no likelier than these. `make evaluate-reporting` runs
+    # today's reporting again on other clocks: the world a change of nothing that matters makes.
+    clocks: str = "phase"
     idle_speed_mps: NonNegative = 0.6
     travel_speed_mps: Positive = 8
     notify_seconds: Between = Between(low=1, high=5)  # push delivery to the phone

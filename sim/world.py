@@ -111,6 +111,13 @@ def beta(rng: random.Random, mean: float, sd: float) -> float:
     return rng.betavariate(mean * strength, (1 - mean) * strength)
 
 
+def report_clock(scenario: Scenario, worker_id: str, period: float) -> float:
+    """When a phone out before the run reports first: a phase within the period, from a seed
+    of its own (scenario `workers.clocks`: another name, other clocks)."""
+    seed = f"{scenario.seed}:{scenario.workers.clocks}:{worker_id}"
+    return random.Random(seed).uniform(0, period)
+
+
 def draw_habit(scenario: Scenario, worker_id: str) -> Habit:
     """A worker's habits, from their own seed: the same seed draws the same habits, and the
     rest of the plan (homes, shifts, arrivals) does not move when the spreads change."""

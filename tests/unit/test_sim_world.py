@@ -247,3 +247,26 @@ def test_the_products_sweep_period_is_the_citys() -> None:
 
     city = tiny(speed=16, dispatch__sweep_seconds=60)
     assert scaled_environment(city, city.dispatch)["DISPATCH_SWEEP_INTERVAL_SECONDS"] == "4"
+
+
+def test_other_clocks_are_the_same_city_reporting_at_other_moments() -> None:
+    """`--clocks` (evaluate-reporting's second run of today's reporting): the same city, seed
+    and workers; only when each phone first reports, within its period, is drawn again."""
+    import argparse
+
+    from sim.cli import add_arguments, scenario_of
+    from sim.world import report_clock
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    district = Path(__file__).parents[2] / "sim" / "scenarios" / "eval" / "district.toml"
+    ours = scenario_of(parser.parse_args([str(district), "--seed", "105"]))
+    other = scenario_of(parser.parse_args([str(district), "--seed", "105", "--clocks", "again"]))
+    assert {**other.model_dump(), "workers": None} == {**ours.model_dump(), "workers": None}
+    assert plan_workers(other) == plan_workers(ours)
+    ids = [plan.id for plan in plan_workers(ours)][:200]
+    mine = [report_clock(ours, worker, 60) for worker in ids]
+    theirs = [report_clock(other, worker, 60) for worker in ids]
+    assert mine == [report_clock(ours, worker, 60) for worker in ids]  # a clock is the phone's
+    assert all(0 <= t <= 60 for t in mine + theirs)
+    assert sum(a != b for a, b in zip(mine, theirs, strict=True)) == len(ids)
