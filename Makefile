@@ -161,8 +161,9 @@ sim/runs/eval/%/report.md:
 
 ## Reporting rule (issue 37 point 1): the rule against today's PUT every 60 s, on two cities.
 # `nearest` only, the eval district and evening, seeds REPORTING_SEEDS: today's reporting run
-# twice, the second on other phone clocks (its own run-to-run spread), and the rule once, two runs at a time (about 7 min of wall
-# time a seed on two cores); every seed's jobs pooled (sim/runs/reporting/reporting.md).
+# twice, the second on other phone clocks (its own run-to-run spread), and the rule once, two
+# runs at a time (about 7 min of wall time a seed on two cores); every seed's jobs pooled
+# (sim/runs/reporting/reporting.md).
 REPORTING_SEEDS ?= 102 103 104 105
 REPORTING_RUNS := $(foreach seed,$(REPORTING_SEEDS),$(foreach city,district evening,$(foreach run,interval1 rule interval2,sim/runs/reporting/$(city)-$(seed)-$(run)/report.md)))
 evaluate-reporting: $(STAMP)

@@ -11,8 +11,9 @@ sim/scenarios/eval/CITY.toml --only nearest --seed SEED --reporting MODE` writes
 with the phones' report clocks drawn again (`--clocks again`): their difference is the
 run-to-run spread, what a change of nothing that matters does to the city, `rule` the rule
 once. (Two runs alike, clocks and all, came to differ by a job or none: the simulator is close
-to deterministic, and that was no spread to hold a change of the world to.) Every seed's jobs of a city are pooled per label; the rule holds quality on a city
-when it stays within today's own run-to-run spread (`verdict`).
+to deterministic, and that was no spread to hold a change of the world to.) Every seed's jobs
+of a city are pooled per label; the rule holds quality on a city when it stays within today's
+own run-to-run spread (`verdict`).
 """
 
 import json
