@@ -85,6 +85,11 @@ def pooled(seeds: dict[int, Path]) -> dict[str, Any]:
     }
 
 
+def jobs_filled(pool: dict[str, Any]) -> int:
+    """A pooled run's filled jobs, counted (the pool keeps their share)."""
+    return round(float(pool["jobs"]) * float(pool["fill_rate"]))
+
+
 def verdict(by_label: dict[str, dict[str, Any]], flips: int) -> dict[str, bool]:
     """Whether quality held under the rule: within today's own run-to-run spread, as the
     issue asks. Today's two runs of the same world disagree on `flips` jobs (filled by one of
@@ -98,7 +103,7 @@ def verdict(by_label: dict[str, dict[str, Any]], flips: int) -> dict[str, bool]:
     other clocks before those of seeds 112 to 115)."""
     rule = by_label["rule"]
     today = [by_label[label] for label in SPREAD]
-    filled = [round(k["jobs"] * k["fill_rate"]) for k in (rule, *today)]
+    filled = [jobs_filled(k) for k in (rule, *today)]
     p90s = [k["p90"] for k in today]
     return {
         "fill_rate": filled[0] >= min(filled[1:]) - flips,
@@ -175,7 +180,7 @@ def markdown(found: Runs) -> str:
             today = paired(found, city, *SPREAD)
             flips = today["only_first"] + today["only_second"]
             v = verdict(by_label, flips)
-            filled = [round(by_label[x]["jobs"] * by_label[x]["fill_rate"]) for x in LABELS]
+            filled = [jobs_filled(by_label[x]) for x in LABELS]
             p90s = [f"{by_label[x]['p90']:.0f}" for x in LABELS]
             held.append(
                 f"| {city} | {filled[2]} / {filled[0]}, {filled[1]} / {flips} |"
