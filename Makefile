@@ -160,22 +160,23 @@ sim/runs/eval/%/report.md:
 	  --seed $(word 2,$(subst -, ,$*)) --out sim/runs/eval/$* --progress-seconds 0
 
 ## Reporting rule (issue 37 point 1): the rule against today's PUT every 60 s, on two cities.
-# `nearest` only, the eval district and evening, seeds REPORTING_SEEDS: today's reporting run
-# twice, the second on other phone clocks (its own run-to-run spread), and the rule once, two
-# runs at a time (about 7 min of wall time a seed on two cores); every seed's jobs pooled
-# (sim/runs/reporting/reporting.md).
-REPORTING_SEEDS ?= 102 103 104 105
-REPORTING_RUNS := $(foreach seed,$(REPORTING_SEEDS),$(foreach city,district evening,$(foreach run,interval1 rule interval2,sim/runs/reporting/$(city)-$(seed)-$(run)/report.md)))
+# `nearest` only, the eval district and evening, seeds REPORTING_SEEDS, each way on every draw
+# of the phones' report clocks in REPORTING_CLOCKS (today's runs among themselves: its
+# run-to-run spread), two runs at a time: 16 runs a seed, about 15 min of wall time a seed on
+# two cores; every seed's jobs pooled per run (sim/runs/reporting/reporting.md).
+REPORTING_SEEDS ?= 116 117 118 119
+REPORTING_CLOCKS ?= phase again third fourth
+REPORTING_RUNS := $(foreach clocks,$(REPORTING_CLOCKS),$(foreach city,district evening,$(foreach seed,$(REPORTING_SEEDS),$(foreach way,interval rule,sim/runs/reporting/$(city)-$(seed)-$(way).$(clocks)/report.md))))
 evaluate-reporting: $(STAMP)
 	rm -f $(REPORTING_RUNS)
 	$(MAKE) --no-print-directory -j$(EVAL_LANES) $(REPORTING_RUNS)
 	$(BIN)/python -m sim.evaluate_reporting sim/runs/reporting
 
-# One reporting run: sim/runs/reporting/CITY-SEED-RUN/report.md (RUN interval1, interval2, rule).
+# One reporting run: sim/runs/reporting/CITY-SEED-WAY.CLOCKS/report.md (WAY interval or rule).
 sim/runs/reporting/%/report.md:
 	$(BIN)/python -m sim sim/scenarios/eval/$(word 1,$(subst -, ,$*)).toml --only nearest \
-	  --seed $(word 2,$(subst -, ,$*)) --reporting $(patsubst interval%,interval,$(word 3,$(subst -, ,$*))) \
-	  $(if $(filter interval2,$(word 3,$(subst -, ,$*))),--clocks again) \
+	  --seed $(word 2,$(subst -, ,$*)) --reporting $(basename $(word 3,$(subst -, ,$*))) \
+	  --clocks $(patsubst .%,%,$(suffix $(word 3,$(subst -, ,$*)))) \
 	  --out sim/runs/reporting/$* --progress-seconds 0
 
 ## The bill at the seed's load (issue 37 point 2): today's design against the new, line by line.

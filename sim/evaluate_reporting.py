@@ -5,18 +5,19 @@ every `report_seconds`?
     python -m sim.evaluate_reporting sim/runs/reporting     (after the runs: make
                                                              evaluate-reporting)
 
-Each run is `sim/runs/reporting/CITY-SEED-LABEL/` as `python -m sim
-sim/scenarios/eval/CITY.toml --only nearest --seed SEED --reporting MODE` writes it: LABEL
-`interval1` and `interval2` are today's reporting run twice on the same world, the second
-with the phones' report clocks drawn again (`--clocks again`): their difference is the
-run-to-run spread, what a change of nothing that matters does to the city, `rule` the rule
-once. (Two runs alike, clocks and all, came to differ by a job or none: the simulator is close
-to deterministic, and that was no spread to hold a change of the world to.) Every seed's jobs
-of a city are pooled per label; the rule holds quality on a city when it stays within today's
-own run-to-run spread (`verdict`).
+Each run is `sim/runs/reporting/CITY-SEED-WAY.CLOCKS/` as `python -m sim
+sim/scenarios/eval/CITY.toml --only nearest --seed SEED --reporting WAY --clocks CLOCKS`
+writes it: WAY `interval` (today's) or `rule`, CLOCKS one draw of the phones' report clocks
+(`phase`, `again`, `third`, `fourth`). The same city on other clocks is a change of nothing
+that matters, and where it takes the city is the run-to-run spread: the simulator is close to
+deterministic, so runs alike, clocks and all, would measure none. Every seed's jobs of a city
+are pooled per run (WAY.CLOCKS); each way is run on every draw; the rule holds quality on a
+city when its runs stay within today's runs' own spread (`verdict`).
 """
 
+import itertools
 import json
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -27,8 +28,9 @@ from sim.evaluate import accepts_in_order, mcnemar_exact, violations, waits
 from sim.state import percentiles
 
 POLICY = "nearest"
-LABELS = ("interval1", "interval2", "rule")
-SPREAD = ("interval1", "interval2")
+WAYS = ("interval", "rule")
+TODAY, RULE = WAYS
+CLOCKS = ("phase", "again", "third", "fourth")  # the draws `make evaluate-reporting` runs
 
 Runs = dict[str, dict[str, dict[int, Path]]]  # city -> label -> seed -> the run's folder
 
@@ -90,25 +92,68 @@ def jobs_filled(pool: dict[str, Any]) -> int:
     return round(float(pool["jobs"]) * float(pool["fill_rate"]))
 
 
-def verdict(by_label: dict[str, dict[str, Any]], flips: int) -> dict[str, bool]:
-    """Whether quality held under the rule: within today's own run-to-run spread, as the
-    issue asks. Today's two runs of the same world disagree on `flips` jobs (filled by one of
-    them only) and their p90s differ by some seconds: that is the spread. The rule's pooled
-    fill may fall below today's lower run by at most those jobs, its p90 exceed today's longer
-    by at most that difference; better than both is holding too.
+def way_of(label: str) -> str:
+    """A run's way of reporting: `interval` of `interval.again`."""
+    return label.partition(".")[0]
 
-    Why not "no lower than today's lower run": when the two ways are truly equal, a third run
-    falls below the lower of two about one time in three by chance alone (docs/simulation.md,
-    "Reporting rule": decided before the runs of seeds 108 to 111, and today's second run on
-    other clocks before those of seeds 112 to 115)."""
-    rule = by_label["rule"]
-    today = [by_label[label] for label in SPREAD]
-    filled = [jobs_filled(k) for k in (rule, *today)]
-    p90s = [k["p90"] for k in today]
+
+def order(label: str) -> tuple[int, int, str]:
+    """Runs in a stable order: by way, then the draws of the clocks as the Makefile names them."""
+    way, _, clocks = label.partition(".")
+    rank = CLOCKS.index(clocks) if clocks in CLOCKS else len(CLOCKS)
+    return WAYS.index(way) if way in WAYS else len(WAYS), rank, clocks
+
+
+def by_way(pools: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A city's pooled runs by way, on the draws of the clocks that every way ran (the same
+    worlds both ways), in the order of the draws' names."""
+    draws = [{label.partition(".")[2] for label in pools if way_of(label) == w} for w in WAYS]
+    common = sorted(set.intersection(*draws))
+    return {w: [pools[f"{w}.{clocks}"] for clocks in common] for w in WAYS}
+
+
+def spread(values: list[float]) -> tuple[float, float]:
+    """Runs' mean and their run-to-run spread: the standard deviation of one run."""
+    return statistics.fmean(values), statistics.stdev(values)
+
+
+def verdict(today: list[dict[str, Any]], rule: list[dict[str, Any]]) -> dict[str, bool]:
+    """Whether quality held under the rule: within today's own run-to-run spread, as the
+    issue asks. Today's runs on other clocks of the same city differ by some jobs filled and
+    some seconds of p90; the standard deviation of one run is the spread. The rule's runs, on
+    the same draws, hold when their mean fill is no lower than today's mean less one spread,
+    and their mean p90 no longer than today's mean plus one; better is holding too.
+
+    Why several runs a way (decided 2026-12-07, before the runs of seeds 116 to 119): a
+    spread read from two runs is one draw of it, and a poor one. On seeds 108 to 115 two of
+    today's runs were the same to the job (their clocks alike) or 0.6 s of p90 apart (other
+    clocks), while a setting that should change nothing moved the pooled p90 by 1.7 s; the
+    rule's single run missed the bar by 0.1 s on one set of seeds and by 5 s on another.
+    Were the ways alike, the rule's mean of four runs would miss by chance about one time in
+    ten (docs/simulation.md, "Reporting rule")."""
+    filled = [[float(jobs_filled(k)) for k in runs] for runs in (today, rule)]
+    p90s = [[float(k["p90"]) for k in runs] for runs in (today, rule)]
+    fill_mean, fill_spread = spread(filled[0])
+    p90_mean, p90_spread = spread(p90s[0])
     return {
-        "fill_rate": filled[0] >= min(filled[1:]) - flips,
-        "p90": rule["p90"] <= max(p90s) + abs(p90s[0] - p90s[1]),
+        "fill_rate": statistics.fmean(filled[1]) >= fill_mean - fill_spread,
+        "p90": statistics.fmean(p90s[1]) <= p90_mean + p90_spread,
     }
+
+
+def longer_by_chance(today: list[float], rule: list[float]) -> float:
+    """How often the rule's mean would come out at least this much above today's were the
+    ways alike: of every split of all the runs into two groups of these sizes, the share
+    whose difference of means is as large (an exact permutation test, one-sided)."""
+    values = today + rule
+    seen = statistics.fmean(rule) - statistics.fmean(today)
+    splits = as_large = 0
+    for picked in itertools.combinations(range(len(values)), len(rule)):
+        chosen = [values[i] for i in picked]
+        others = [v for i, v in enumerate(values) if i not in picked]
+        splits += 1
+        as_large += statistics.fmean(chosen) - statistics.fmean(others) >= seen - 1e-9
+    return as_large / splits
 
 
 def paired(found: Runs, city: str, first: str, second: str) -> dict[str, Any]:
@@ -151,22 +196,30 @@ KINDS = (
 )
 
 
+# Job by job: today against itself on other clocks, and each way against the other on the
+# same clocks.
+PAIRS = (("interval.phase", "interval.again"), ("interval.phase", "rule.phase"),
+         ("interval.again", "rule.again"))  # fmt: skip
+
+
 def markdown(found: Runs) -> str:
     pools = {
-        city: {label: pooled(labels[label]) for label in LABELS if label in labels}
+        city: {label: pooled(labels[label]) for label in sorted(labels, key=order)}
         for city, labels in found.items()
     }
     quality = [
-        "Every seed's jobs together, per city and run (`nearest`):",
+        "Every seed's jobs together, per city and run (`nearest`; WAY.CLOCKS):",
         "",
         "| city | run | seeds | jobs | fill | accept p50 / p90 (s) | 5xx / violations |"
         " behind p99 (s) | AWS per 1,000 filled |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    held = ["", "Within today's run-to-run spread (`verdict`): the jobs filled, the rule's against"
-            " today's two runs' and the jobs those two disagree on; the p90s:", "",
-            "| city | jobs filled: rule / today's / flips | fill held | p90 (s): rule / today's"
-            " | p90 held |", "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    held = ["", "Within today's run-to-run spread (`verdict`): each way's runs on the same"
+            " draws of the clocks, their mean and (today's) the spread of one run; how often"
+            " the rule's p90 would come out this much longer were the ways alike:", "",
+            "| city | runs a way | jobs filled: rule / today's | fill held |"
+            " p90 (s): rule / today's | p90 held | by chance |",
+            "| --- | ---: | --- | --- | --- | --- | ---: |"]  # fmt: skip
     for city, by_label in pools.items():
         for label, k in by_label.items():
             which = ",".join(str(s) for s in k["seeds"])
@@ -176,45 +229,49 @@ def markdown(found: Runs) -> str:
                 f" {k['kinds']['5xx']:.0f} / {k['kinds']['violations']:.0f} |"
                 f" {k['lag_p99']:.1f} | ${k['bill'].get('total', 0):.3f} |"
             )
-        if all(label in by_label for label in LABELS):
-            today = paired(found, city, *SPREAD)
-            flips = today["only_first"] + today["only_second"]
-            v = verdict(by_label, flips)
-            filled = [jobs_filled(by_label[x]) for x in LABELS]
-            p90s = [f"{by_label[x]['p90']:.0f}" for x in LABELS]
-            held.append(
-                f"| {city} | {filled[2]} / {filled[0]}, {filled[1]} / {flips} |"
-                f" {'yes' if v['fill_rate'] else 'no'} | {p90s[2]} / {p90s[0]}, {p90s[1]} |"
-                f" {'yes' if v['p90'] else 'no'} |"
-            )
+        ways = by_way(by_label)
+        if len(ways[TODAY]) < 2:
+            continue
+        v = verdict(ways[TODAY], ways[RULE])
+        filled = [[float(jobs_filled(k)) for k in ways[w]] for w in WAYS]
+        p90s = [[float(k["p90"]) for k in ways[w]] for w in WAYS]
+        held.append(
+            f"| {city} | {len(ways[TODAY])} | {statistics.fmean(filled[1]):.1f} /"
+            " {:.1f} ± {:.1f} | ".format(*spread(filled[0]))
+            + f"{'yes' if v['fill_rate'] else 'no'} | {statistics.fmean(p90s[1]):.1f} /"
+            " {:.1f} ± {:.1f} | ".format(*spread(p90s[0]))
+            + f"{'yes' if v['p90'] else 'no'} | {longer_by_chance(*p90s):.2f} |"
+        )
     pairs = ["", "Job by job (the same jobs in both runs), every seed together: the jobs only one"
              " of the two filled (McNemar's exact p), and the time to accept of the jobs both"
              " filled:", "",
              "| city | runs | filled by the first only | by the second only | p | both filled |"
              " accept p50 / p90, first (s) | second (s) |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for city, labels in found.items():
-        for first, second in (("interval1", "interval2"), ("interval1", "rule"),
-                              ("interval2", "rule")):  # fmt: skip
-            if first in labels and second in labels:
+    for city, seeds_by_label in found.items():
+        for first, second in PAIRS:
+            if first in seeds_by_label and second in seeds_by_label:
                 k = paired(found, city, first, second)
                 accept = [f"{t['p50'] or 0:.0f} / {t['p90'] or 0:.0f}" for t in k["accept"]]
                 pairs.append(
                     f"| {city} | {first} / {second} | {k['only_first']} | {k['only_second']} |"
                     f" {k['p']:.2f} | {k['both']} | {accept[0]} | {accept[1]} |"
                 )
+    labels = sorted({label for seeds in found.values() for label in seeds}, key=order)
     per_seed = [
         "",
         "Each seed on its own, fill / accept p90 (s):",
         "",
-        "| city, seed | " + " | ".join(LABELS) + " |",
-        "| --- |" + " ---: |" * len(LABELS),
+        "| city, seed | " + " | ".join(labels) + " |",
+        "| --- |" + " ---: |" * len(labels),
     ]
-    for city, labels in found.items():
-        for seed in sorted({s for runs in labels.values() for s in runs}):
+    for city, seeds_by_label in found.items():
+        for seed in sorted({s for runs in seeds_by_label.values() for s in runs}):
             cells = [
-                one_seed(labels[label][seed]) if seed in labels.get(label, {}) else "-"
-                for label in LABELS
+                one_seed(seeds_by_label[label][seed])
+                if seed in seeds_by_label.get(label, {})
+                else "-"
+                for label in labels
             ]
             per_seed.append(f"| {city} {seed} | " + " | ".join(cells) + " |")
     kinds = ["", "Requests by kind, every seed together:", "",

@@ -50,10 +50,10 @@ def test_the_rule_is_the_default_and_interval_reproduces_before_it() -> None:
         Scenario.model_validate(raw)
 
 
-def test_the_evaluation_pairs_runs_job_by_job_and_holds_the_rule_to_todays_spread(
+def test_the_evaluation_pairs_runs_job_by_job(
     tmp_path: Path,
 ) -> None:
-    from sim.evaluate_reporting import Runs, paired, verdict
+    from sim.evaluate_reporting import Runs, paired
 
     def run(name: str, assigned: dict[str, float]) -> Path:
         folder = tmp_path / name
@@ -65,24 +65,38 @@ def test_the_evaluation_pairs_runs_job_by_job_and_holds_the_rule_to_todays_sprea
         (folder / "replay-nearest.jsonl").write_text("\n".join(json.dumps(e) for e in events))
         return folder
 
-    found: Runs = {"town": {"interval1": {1: run("i", {"a": 5.0, "b": 30.0, "c": 40.0})},
-                            "rule": {1: run("r", {"a": 3.0, "c": 22.0, "d": 31.0})}}}  # fmt: skip
-    k = paired(found, "town", "interval1", "rule")
+    today = run("i", {"a": 5.0, "b": 30.0, "c": 40.0})
+    rule = run("r", {"a": 3.0, "c": 22.0, "d": 31.0})
+    found: Runs = {"town": {"interval.phase": {1: today}, "rule.phase": {1: rule}}}
+    k = paired(found, "town", "interval.phase", "rule.phase")
     assert (k["only_first"], k["only_second"], k["both"]) == (1, 1, 2)  # b, d; a and c
     assert [t["p50"] for t in k["accept"]] == [12.5, 2.5]  # a 5 and c 20; a 3 and c 2
 
-    def pool(fill: float, p90: float) -> dict[str, float]:
-        return {"jobs": 1000, "fill_rate": fill, "p90": p90}
 
-    # today's runs: 800 and 820 jobs filled, 25 jobs filled by one of them only; p90 50 and 48 s
-    today = {"interval1": pool(0.80, 50), "interval2": pool(0.82, 48)}
-    assert verdict(today | {"rule": pool(0.81, 50)}, 25) == {"fill_rate": True, "p90": True}
-    assert verdict(today | {"rule": pool(0.83, 47)}, 25) == {"fill_rate": True, "p90": True}
-    # below today's lower run, but by no more than today's own runs disagree: within the spread
-    assert verdict(today | {"rule": pool(0.775, 52)}, 25) == {"fill_rate": True, "p90": True}
-    assert verdict(today | {"rule": pool(0.774, 52.5)}, 25) == {"fill_rate": False, "p90": False}
-    # runs that agree job by job leave no room
-    assert verdict(today | {"rule": pool(0.799, 50)}, 0)["fill_rate"] is False
+def test_the_rule_holds_within_todays_run_to_run_spread() -> None:
+    from sim.evaluate_reporting import longer_by_chance, verdict
+
+    def pool(filled: int, p90: float) -> dict[str, float]:
+        return {"jobs": 1000, "fill_rate": filled / 1000, "p90": p90}
+
+    # Today's four runs: 800, 804, 808, 812 filled (mean 806, spread 5.16); p90 44, 45, 46, 47
+    # s (mean 45.5, spread 1.29).
+    today = [pool(800 + 4 * n, 44 + n) for n in range(4)]
+    assert verdict(today, [pool(806, 45.5)] * 4) == {"fill_rate": True, "p90": True}
+    assert verdict(today, [pool(820, 40)] * 4) == {"fill_rate": True, "p90": True}  # better
+    # within one spread of today's mean, the rule's mean over its runs
+    assert verdict(today, [pool(799, 46), pool(803, 47.5)]) == {"fill_rate": True, "p90": True}
+    assert verdict(today, [pool(798, 46), pool(803, 48)]) == {"fill_rate": False, "p90": False}
+    # runs that agree leave no room: the rule's mean must be today's or better
+    alike = [pool(806, 45.0)] * 3
+    assert verdict(alike, [pool(805, 45.1)] * 3) == {"fill_rate": False, "p90": False}
+
+    # Every split of eight runs into four and four: the rule's four the longest is 1 in 70.
+    assert longer_by_chance([44, 45, 46, 47], [48, 49, 50, 51]) == 1 / 70
+    assert longer_by_chance([48, 49, 50, 51], [44, 45, 46, 47]) == 1.0
+    # Each of the rule's runs a second longer than one of today's: 24 of the 70 splits (those
+    # whose four sum to 192 or more of the 380) are as far apart, nothing unusual.
+    assert longer_by_chance([44, 46, 48, 50], [45, 47, 49, 51]) == 24 / 70
 
 
 def test_the_idle_walk_is_the_same_however_often_the_city_looks() -> None:
