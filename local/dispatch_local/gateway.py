@@ -540,15 +540,17 @@ def sqs_record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
 STREAM_IDLE_SECONDS = 0.1
 
 
-def consume_stream(stand_in: StreamStandIn, handle: Callable[[dict[str, Any]], Any]) -> int:
-    """One turn of a local Kinesis event source mapping: the batch that is due, if one is
-    (StreamStandIn.ready), handed to the function; a batch whose invocation fails is tried
-    again up to the mapping's MaximumRetryAttempts, then skipped with a line in the log (what
-    the stream carries is disposable: a worker's next position replaces the lost one).
-    Returns the records taken."""
-    if not stand_in.ready():
+def consume_stream(
+    stand_in: StreamStandIn, handle: Callable[[dict[str, Any]], Any], now: float | None = None
+) -> int:
+    """One turn of a local Kinesis event source mapping at `now` (a Unix time; the clock's
+    when not given): the batch that is due, if one is (StreamStandIn.ready), handed to the
+    function; a batch whose invocation fails is tried again up to the mapping's
+    MaximumRetryAttempts, then skipped with a line in the log (what the stream carries is
+    disposable: a worker's next position replaces the lost one). Returns the records taken."""
+    if not stand_in.ready(now):
         return 0
-    batch = stand_in.take()
+    batch = stand_in.take(now)
     if not batch:  # every record past the mapping's maximum age
         return 0
     event, consumer = stand_in.event(batch), stand_in.consumer

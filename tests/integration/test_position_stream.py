@@ -317,7 +317,7 @@ def test_a_failing_batch_is_tried_the_mapping_s_retries_more_then_skipped(
         tries.append(event)
         return write(event)
 
-    assert consume_stream(due(standing), handle) == 1
+    assert consume_stream(standing, handle, now=window_past(standing)) == 1
     assert len(tries) == 1 + standing.consumer.retries == 3
     assert all(event == tries[0] for event in tries)  # the same batch each time
     logged = capsys.readouterr().out
@@ -337,7 +337,7 @@ def test_a_batch_that_fails_once_is_written_when_tried_again(cache: redis.Redis)
             raise RuntimeError("the execution environment died")
         return write(event)
 
-    assert consume_stream(due(standing), handle) == 1
+    assert consume_stream(standing, handle, now=window_past(standing)) == 1
     assert len(tries) == 2
     assert locations.fresh_positions([worker]) == {worker: (12.97, 77.59)}
 
@@ -352,13 +352,22 @@ def test_nothing_is_handed_over_before_a_batch_is_due(cache: redis.Redis) -> Non
     assert len(handed[0]["Records"]) == 1000
 
 
-def due(standing: StreamStandIn) -> StreamStandIn:
-    """The stand-in once its batch is due: its oldest record waited the batching window."""
-    deadline = time.monotonic() + 10
-    while not standing.ready():
-        assert time.monotonic() < deadline, "no batch came due"
-        time.sleep(0.05)
-    return standing
+def test_a_batch_comes_due_when_its_oldest_record_has_waited_the_window(
+    cache: redis.Redis,
+) -> None:
+    standing = stand_in()
+    handed: list[dict[str, Any]] = []
+    standing.put(position(12.97, 77.59), who("w-waiting"))
+    arrived = standing.records[0].arrived
+    window = standing.consumer.window_seconds
+    assert consume_stream(standing, handed.append, now=arrived + window - 0.01) == 0
+    assert consume_stream(standing, handed.append, now=arrived + window) == 1
+    assert len(handed) == 1
+
+
+def window_past(standing: StreamStandIn) -> float:
+    """A moment when the stand-in's batch is due: its oldest record has waited the window."""
+    return standing.records[0].arrived + standing.consumer.window_seconds
 
 
 # -- the local WebSocket API sends a message by its action (a real socket) --------------------
@@ -466,7 +475,7 @@ def test_a_position_goes_on_the_stream_a_refused_one_is_answered_the_rest_go_to_
     assert set(refusal) == {"message", "connectionId", "requestId"}
     assert (refusal["message"], refusal["connectionId"]) == ("Bad request body", connection_id)
     assert refusal["requestId"]
-    (record,) = due(socket_api.stand_in).take()
+    (record,) = socket_api.stand_in.take()  # put before $default was handed DONE
     assert (record.data, record.partition_key) == (good.encode(), f"worker|{sub}")
     assert socket_api.stand_in.refused == 1
 
@@ -486,5 +495,5 @@ def test_the_partition_key_is_who_sent_it_whatever_their_role(socket_api: Socket
         assert phone.heard == []
 
     run_async(run())
-    (record,) = due(socket_api.stand_in).take()
+    (record,) = socket_api.stand_in.take()  # put before $default was handed DONE
     assert record.partition_key == f"business|{sub}"
