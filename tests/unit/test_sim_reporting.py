@@ -74,29 +74,30 @@ def test_the_evaluation_pairs_runs_job_by_job(
 
 
 def test_the_rule_holds_within_todays_run_to_run_spread() -> None:
-    from sim.evaluate_reporting import longer_by_chance, verdict
+    from sim.evaluate_reporting import difference_interval, spread, verdict
 
-    def pool(filled: int, p90: float) -> dict[str, float]:
-        return {"jobs": 1000, "fill_rate": filled / 1000, "p90": p90}
+    # Today: 1,000 jobs, 900 filled, their times to accept spread evenly over 0 to 90 s.
+    today: list[float | None] = [n / 10 for n in range(900)] + [None] * 100
+    room = spread(today)
+    # Another run's 1,000 jobs of the same city: about sqrt(1000 x 0.9 x 0.1) = 9.5 jobs
+    # filled more or fewer, and a p90 about 0.9 s away (0.01 x 90 s).
+    assert 8.5 < room["filled"] < 10.5 and 0.6 < room["p90"] < 1.2
+    assert verdict(today, today) == {"fill_rate": True, "p90": True}
 
-    # Today's four runs: 800, 804, 808, 812 filled (mean 806, spread 5.16); p90 44, 45, 46, 47
-    # s (mean 45.5, spread 1.29).
-    today = [pool(800 + 4 * n, 44 + n) for n in range(4)]
-    assert verdict(today, [pool(806, 45.5)] * 4) == {"fill_rate": True, "p90": True}
-    assert verdict(today, [pool(820, 40)] * 4) == {"fill_rate": True, "p90": True}  # better
-    # within one spread of today's mean, the rule's mean over its runs
-    assert verdict(today, [pool(799, 46), pool(803, 47.5)]) == {"fill_rate": True, "p90": True}
-    assert verdict(today, [pool(798, 46), pool(803, 48)]) == {"fill_rate": False, "p90": False}
-    # runs that agree leave no room: the rule's mean must be today's or better
-    alike = [pool(806, 45.0)] * 3
-    assert verdict(alike, [pool(805, 45.1)] * 3) == {"fill_rate": False, "p90": False}
+    def unfilled(jobs: int) -> list[float | None]:
+        return [None if n < jobs else t for n, t in enumerate(today)]
 
-    # Every split of eight runs into four and four: the rule's four the longest is 1 in 70.
-    assert longer_by_chance([44, 45, 46, 47], [48, 49, 50, 51]) == 1 / 70
-    assert longer_by_chance([48, 49, 50, 51], [44, 45, 46, 47]) == 1.0
-    # Each of the rule's runs a second longer than one of today's: 24 of the 70 splits (those
-    # whose four sum to 192 or more of the 380) are as far apart, nothing unusual.
-    assert longer_by_chance([44, 46, 48, 50], [45, 47, 49, 51]) == 24 / 70
+    def slower(seconds: float) -> list[float | None]:
+        return [None if t is None else t + seconds for t in today]
+
+    assert verdict(today, unfilled(5))["fill_rate"] is True  # within the spread
+    assert verdict(today, unfilled(15))["fill_rate"] is False
+    assert verdict(today, slower(0.5))["p90"] is True
+    assert verdict(today, slower(2.0))["p90"] is False
+    assert verdict(today, slower(-5.0)) == {"fill_rate": True, "p90": True}  # better holds
+    # The difference, the same jobs resampled both ways: a rule a second slower on every job
+    # is a second slower on every resample.
+    assert difference_interval(today, slower(1.0)) == pytest.approx((1.0, 1.0))
 
 
 def test_the_idle_walk_is_the_same_however_often_the_city_looks() -> None:
