@@ -86,16 +86,6 @@ def pooled(seeds: dict[int, Path]) -> dict[str, Any]:
     }
 
 
-def jobs_filled(pool: dict[str, Any]) -> int:
-    """A pooled run's filled jobs, counted (the pool keeps their share)."""
-    return round(float(pool["jobs"]) * float(pool["fill_rate"]))
-
-
-def way_of(label: str) -> str:
-    """A run's way of reporting: `interval` of `interval.again`."""
-    return label.partition(".")[0]
-
-
 def order(label: str) -> tuple[int, int, str]:
     """Runs in a stable order: by way, then the draws of the clocks as the Makefile names them."""
     way, _, clocks = label.partition(".")
