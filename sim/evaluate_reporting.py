@@ -132,13 +132,13 @@ def verdict(today: list[float | None], rule: list[float | None]) -> dict[str, bo
     than today's plus one spread of it (`spread`); better is holding too.
 
     Why this spread (decided 2026-12-07, before the runs of seeds 120 to 127): the simulator
-    is close to deterministic, so today's run again is today's run; on other phone clocks
-    (`--clocks`) its four runs of seeds 116 to 119 moved the pooled p90 by 0.0 s in the
-    district and 0.2 s in the evening and its fill by a job or none, while a run of other jobs
-    of the same city moves them by seconds and jobs (today's pooled p90 was 44 s, 48 s and
-    51 s on three sets of four seeds). A spread of nothing holds a change of the world to no
-    difference at all, which a change as small as a report's phase fails half the time
-    (docs/simulation.md, "Reporting rule")."""
+    is close to deterministic, so today's run again is today's run; on four draws of the
+    phones' clocks (`--clocks`) its runs of seeds 116 to 119 spread by 0.5 s of pooled p90 in
+    the district and 0.1 s in the evening, a job and none filled, while runs of other jobs of
+    the same city spread by seconds and jobs (today's pooled district p90 was 44 s, 48 s and
+    51 s on three sets of four seeds; the bootstrap of seeds 116 to 119 says 2.8 s). A spread
+    of nothing holds a change of the world to no difference at all, which a change as small
+    as a report's phase fails half the time (docs/simulation.md, "Reporting rule")."""
     room = spread(today)
     filled = [sum(t is not None for t in jobs) for jobs in (today, rule)]
     return {
