@@ -82,7 +82,7 @@ def test_the_rule_holds_within_todays_run_to_run_spread() -> None:
     # Another run's 1,000 jobs of the same city: about sqrt(1000 x 0.9 x 0.1) = 9.5 jobs
     # filled more or fewer, and a p90 about 0.9 s away (0.01 x 90 s).
     assert 8.5 < room["filled"] < 10.5 and 0.6 < room["p90"] < 1.2
-    assert verdict(today, today) == {"fill_rate": True, "p90": True}
+    assert verdict(today, today, room) == {"fill_rate": True, "p90": True}
 
     def unfilled(jobs: int) -> list[float | None]:
         return [None if n < jobs else t for n, t in enumerate(today)]
@@ -90,11 +90,11 @@ def test_the_rule_holds_within_todays_run_to_run_spread() -> None:
     def slower(seconds: float) -> list[float | None]:
         return [None if t is None else t + seconds for t in today]
 
-    assert verdict(today, unfilled(5))["fill_rate"] is True  # within the spread
-    assert verdict(today, unfilled(15))["fill_rate"] is False
-    assert verdict(today, slower(0.5))["p90"] is True
-    assert verdict(today, slower(2.0))["p90"] is False
-    assert verdict(today, slower(-5.0)) == {"fill_rate": True, "p90": True}  # better holds
+    assert verdict(today, unfilled(5), room)["fill_rate"] is True  # within the spread
+    assert verdict(today, unfilled(15), room)["fill_rate"] is False
+    assert verdict(today, slower(0.5), room)["p90"] is True
+    assert verdict(today, slower(2.0), room)["p90"] is False
+    assert verdict(today, slower(-5.0), room) == {"fill_rate": True, "p90": True}  # better holds
     # The difference, the same jobs resampled both ways: a rule a second slower on every job
     # is a second slower on every resample.
     assert difference_interval(today, slower(1.0)) == pytest.approx((1.0, 1.0))
